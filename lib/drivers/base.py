@@ -1,0 +1,133 @@
+"""The driver boundary every provider implements.
+
+Every driver has every method. What a provider cannot do returns an `unsupported`
+result with a structured error instead of raising, so hosts never special-case a
+driver by its class.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+from lib.types import (
+    AgentSourceConfig,
+    CommandExecutionOptions,
+    CommandExecutionResult,
+    DriverCapabilities,
+    NativeSessionSnapshot,
+    PromptInput,
+    SessionPage,
+    SourceDescriptor,
+    StartInput,
+    normalize_source_id,
+)
+
+
+class DriverError(Exception):
+    """A provider call that failed. `code` is stable; `message` is for people."""
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+class DriverUnavailable(DriverError):
+    """The driver cannot start here (program missing, driver not built)."""
+
+
+class Cancelled(DriverError):
+    """A cancellation signal stopped the work at a provider call boundary."""
+
+    def __init__(self, message: str = "cancelled") -> None:
+        super().__init__("cancelled", message)
+
+
+class CancelSignal:
+    """A cancellation flag that work checks at provider call boundaries."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
+class AgentDriver(ABC):
+    """Blocking provider boundary. Subclasses override what their provider supports."""
+
+    driver_kind: str = ""
+
+    def __init__(self, config: AgentSourceConfig) -> None:
+        self.config = config
+        self.source = SourceDescriptor(
+            id=normalize_source_id(config.id),
+            driver=config.driver,
+            capabilities=self.initial_capabilities(),
+        )
+
+    def initial_capabilities(self) -> DriverCapabilities:
+        return DriverCapabilities()
+
+    @abstractmethod
+    def start(self, signal: CancelSignal | None = None) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def list_sessions(self, cursor: str | None = None) -> SessionPage: ...
+
+    @abstractmethod
+    def read_session(self, native_session_id: str) -> NativeSessionSnapshot: ...
+
+    def prompt(
+        self,
+        native_session_id: str,
+        input: PromptInput,
+        options: CommandExecutionOptions | None = None,
+    ) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("prompt", self.source.id)
+
+    def start_session(
+        self,
+        native_session_id: str,
+        input: StartInput,
+        options: CommandExecutionOptions | None = None,
+    ) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("start", self.source.id)
+
+    def cancel(self, native_session_id: str) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("cancel", self.source.id)
+
+    def rename_session(self, native_session_id: str, title: str) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("rename", self.source.id)
+
+    def set_mode(self, native_session_id: str, mode: str) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("set-mode", self.source.id)
+
+    def set_config_option(
+        self, native_session_id: str, key: str, value: Any
+    ) -> CommandExecutionResult:
+        return CommandExecutionResult.unsupported("set-config-option", self.source.id)
+
+    def __enter__(self) -> AgentDriver:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,217 @@
+"""Provider-neutral models: sources, sessions, snapshots, commands and their results.
+
+Stored and streamed JSON uses the spec's camelCase names (they are wire formats other
+programs read); Python attributes are snake_case and pydantic aliases bridge the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+DriverKind = Literal["claude-agent-sdk", "codex-app-server", "acp"]
+DRIVER_KINDS: tuple[str, ...] = ("claude-agent-sdk", "codex-app-server", "acp")
+CodexTransport = Literal["stdio", "managed", "proxy"]
+CommandStatus = Literal["succeeded", "failed", "unsupported", "needs-confirmation", "unknown"]
+MessageRole = Literal["user", "assistant", "system", "tool", "other"]
+
+PREVIEW_LIMIT = 500
+
+
+class WireModel(BaseModel):
+    """Base for every model that crosses a process or storage boundary."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=False,
+    )
+
+    def to_wire(self, **kwargs: Any) -> dict[str, Any]:
+        """The camelCase JSON form, keeping nulls so readers see every field."""
+        return self.model_dump(by_alias=True, mode="json", **kwargs)
+
+
+class AgentSourceConfig(WireModel):
+    """One logical agent source, as the host configures it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    id: str
+    driver: DriverKind
+    enabled: bool = True
+    command: list[str] | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    config_dir: str | None = None
+    codex_bin: str | None = None
+    codex_home: str | None = None
+    codex_transport: CodexTransport = "stdio"
+    codex_socket: str | None = None
+    allow_danger_full_access: bool = False
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0]):
+            raise ValueError("command must name a program")
+        return value
+
+
+def normalize_source_id(source_id: str) -> str:
+    """Source ids are compared trimmed and lowercased everywhere."""
+    return source_id.strip().lower()
+
+
+class DriverCapabilities(WireModel):
+    """What a driver can do. `start_session` is present only when True."""
+
+    list_sessions: bool = False
+    read_session: bool = False
+    prompt: bool = False
+    cancel: bool = False
+    rename_session: bool = False
+    set_mode: bool = False
+    set_config_option: bool = False
+    start_session: Literal[True] | None = None
+    modes: list[str] = Field(default_factory=list)
+    config_options: dict[str, Any] = Field(default_factory=dict)
+
+    def to_wire(self, **kwargs: Any) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True, **kwargs)
+
+
+class SourceDescriptor(WireModel):
+    id: str
+    driver: DriverKind
+    provider_version: str | None = None
+    capabilities: DriverCapabilities = Field(default_factory=DriverCapabilities)
+
+    def to_wire(self, **kwargs: Any) -> dict[str, Any]:
+        data = self.model_dump(by_alias=True, mode="json", exclude={"capabilities"}, **kwargs)
+        data["capabilities"] = self.capabilities.to_wire()
+        return data
+
+
+class SessionSummary(WireModel):
+    """Normalized inventory metadata. Every field but the id may be unknown (null)."""
+
+    native_session_id: str
+    title: str | None = None
+    cwd: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    archived: bool | None = None
+    active: bool | None = None
+    git_repo: str | None = None
+    git_branch: str | None = None
+    git_worktree_root: str | None = None
+    started_as: str | None = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("native_session_id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("nativeSessionId must not be empty")
+        return value
+
+
+class SessionPage(WireModel):
+    sessions: list[SessionSummary] = Field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class NormalizedMessage(WireModel):
+    id: str
+    parent_id: str | None = None
+    role: MessageRole
+    kind: str
+    timestamp: str | None = None
+    text: str = ""
+    event_index: int
+
+    @field_validator("text")
+    @classmethod
+    def _preview_is_bounded(cls, value: str) -> str:
+        return preview(value)
+
+
+class NativeSessionSnapshot(WireModel):
+    """One full read of a session: summary, native events, normalized view, completeness."""
+
+    summary: SessionSummary
+    events: list[Any] = Field(default_factory=list)
+    normalized_messages: list[NormalizedMessage] = Field(default_factory=list)
+    complete: bool = True
+    revision: str | None = None
+
+
+class PromptInput(WireModel):
+    text: str
+
+
+class StartInput(WireModel):
+    text: str
+    cwd: str | None = None
+    title: str | None = None
+    mode: str | None = None
+
+
+class CommandError(WireModel):
+    code: str
+    message: str
+    retryable: bool = False
+
+
+class CommandExecutionResult(WireModel):
+    status: CommandStatus
+    provider_operation_id: str | None = None
+    result: dict[str, Any] | None = None
+    error: CommandError | None = None
+
+    def to_wire(self, **kwargs: Any) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True, **kwargs)
+
+    @classmethod
+    def unsupported(cls, operation: str, source_id: str) -> CommandExecutionResult:
+        return cls(
+            status="unsupported",
+            error=CommandError(
+                code="unsupported",
+                message=f"{operation} is not supported by source {source_id}",
+                retryable=False,
+            ),
+        )
+
+    @classmethod
+    def failure(
+        cls, status: CommandStatus, code: str, message: str, *, retryable: bool = False
+    ) -> CommandExecutionResult:
+        return cls(status=status, error=CommandError(code=code, message=message, retryable=retryable))
+
+
+@dataclass(frozen=True)
+class CommandExecutionOptions:
+    """The two prompt milestones a driver reports to the command worker.
+
+    `on_cancellation_ready` is called as soon as `cancel()` can address the admitted
+    prompt. `on_session_active` is called (and waited for) once the provider operation
+    has started; it refreshes the session while the activity is observable.
+    """
+
+    on_cancellation_ready: Callable[[], None] | None = None
+    on_session_active: Callable[[], None | Awaitable[None]] | None = None
+    force: bool = False
+
+
+def preview(text: str | None, limit: int = PREVIEW_LIMIT) -> str:
+    """The bounded text preview every driver and index uses (one rule, one place)."""
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[:limit]
