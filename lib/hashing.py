@@ -1,0 +1,344 @@
+"""Common Fabric value hashes: SHA-256 over a type-tagged byte stream (DESIGN.md).
+
+Python value model: None, UNDEFINED, bool, int (a float64 number when |n| <= 2**53, a
+bigint beyond), float, str, bytes, list/tuple (HOLE marks a sparse-array hole), dict or
+any Mapping with str keys, and any object with `__fabric_json__()` (hashed as the value
+that method returns, e.g. a Fabric link).
+
+Speed matters (every session event is hashed), so the walk is written for CPython: leaf
+types are handled inline in the container loops instead of one call per value, short
+strings (keys repeat a lot) have their encodings cached, and the whole stream goes into
+one bytearray that is hashed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "HOLE",
+    "UNDEFINED",
+    "BigInt",
+    "HashError",
+    "content_hash",
+    "digest_to_content_hash",
+    "encode_value",
+    "value_hash",
+    "value_hash_with_elements",
+]
+
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+    def __copy__(self) -> _Sentinel:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Sentinel:
+        return self
+
+
+UNDEFINED = _Sentinel("UNDEFINED")
+"""JavaScript `undefined`: a value distinct from None (null)."""
+
+HOLE = _Sentinel("HOLE")
+"""A sparse-array hole; only meaningful as an element of a list or tuple."""
+
+
+class BigInt(int):
+    """An int that is always hashed as a bigint (JavaScript `42n`), whatever its size.
+
+    Plain ints beyond 2**53 are bigints anyway; this marks small ones (fvj1 `/BigInt@1`).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"BigInt({int(self)})"
+
+
+class HashError(TypeError):
+    """A value outside the hashable model. `code` is stable, `message` is for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+_MAX_SAFE = 2**53
+_SHORT_LIMIT = 64
+_CACHE_LIMIT = 1 << 17
+_NUM = struct.Struct(">Bd").pack
+_NAN = b"\x23\x7f\xf8\x00\x00\x00\x00\x00\x00"
+_NULL = b"\x20"
+_UNDEF = b"\x21"
+_FALSE = b"\x22\x00"
+_TRUE = b"\x22\x01"
+_ARRAY = b"\x10"
+_OBJECT = b"\x11"
+_END = b"\x00"
+_LONG = b"\xf0"
+_sha256 = hashlib.sha256
+
+# Encodings of strings with at most _SHORT_LIMIT characters (long ones are unique text).
+_str_cache: dict[str, bytes] = {}
+# Keys that hold lone surrogates: their UTF-8 order differs from code point order.
+_odd_keys: set[str] = set()
+
+
+def _leb128(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+_SHORT_PREFIX = tuple(b"\x24" + _leb128(n) for n in range(_SHORT_LIMIT + 1))
+
+
+def _utf8(s: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (json.loads can produce one): encode it the way a JavaScript
+        # TextEncoder does, as U+FFFD, so the hash matches Common Fabric's.
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+def _encode_str(s: str) -> bytes:
+    raw = _utf8(s)
+    n = len(raw)
+    if n <= _SHORT_LIMIT:
+        return _SHORT_PREFIX[n] + raw
+    return _LONG + _sha256(raw).digest()
+
+
+def _str_miss(s: str) -> bytes:
+    """Encoding of a string not in the cache; caches short ones."""
+    if type(s) is not str:
+        if isinstance(s, str):
+            s = str(s)
+        else:
+            raise HashError("unsupported-value", f"object keys must be strings, not {type(s).__name__}")
+    enc = _encode_str(s)
+    if len(s) <= _SHORT_LIMIT:
+        if len(_str_cache) >= _CACHE_LIMIT:
+            _str_cache.clear()
+        _str_cache[s] = enc
+    if not s.isascii() and _has_surrogate(s):
+        _odd_keys.add(s)
+    return enc
+
+
+def _has_surrogate(s: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+
+
+def _bigint(n: int) -> bytes:
+    width = ((n if n >= 0 else ~n).bit_length() + 8) // 8
+    return b"\x26" + _leb128(width) + n.to_bytes(width, "big", signed=True)
+
+
+def _enc_int(v: int) -> bytes:
+    if -_MAX_SAFE <= v <= _MAX_SAFE:
+        return _NUM(0x23, float(v))
+    return _bigint(v)
+
+
+def _enc_float(v: float) -> bytes:
+    if v != v:
+        return _NAN
+    return _NUM(0x23, v)
+
+
+def _enc_dict(d: Mapping[Any, Any], buf: bytearray) -> None:
+    cache = _str_cache
+    buf += _OBJECT
+    try:
+        keys = sorted(d)
+    except TypeError:
+        raise HashError("unsupported-value", "object keys must be strings") from None
+    if _odd_keys and not _odd_keys.isdisjoint(keys):
+        keys.sort(key=_utf8)
+    for k in keys:
+        e = cache.get(k)
+        if e is None:
+            e = _str_miss(k)
+        buf += e
+        v = d[k]
+        t = type(v)
+        if t is str:
+            e = cache.get(v)
+            if e is None:
+                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+            buf += e
+        elif t is dict:
+            _enc_dict(v, buf)
+        elif t is list or t is tuple:
+            _enc_list(v, buf)
+        elif v is None:
+            buf += _NULL
+        elif t is bool:
+            buf += _TRUE if v else _FALSE
+        elif t is int:
+            buf += _enc_int(v)
+        elif t is float:
+            buf += _enc_float(v)
+        else:
+            _enc_other(v, buf)
+    buf += _END
+
+
+def _enc_list(a: Any, buf: bytearray) -> None:
+    cache = _str_cache
+    buf += _ARRAY
+    holes = 0
+    for v in a:
+        t = type(v)
+        if holes and v is not HOLE:
+            buf += b"\x01" + _leb128(holes)
+            holes = 0
+        if t is dict:
+            _enc_dict(v, buf)
+        elif t is str:
+            e = cache.get(v)
+            if e is None:
+                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+            buf += e
+        elif t is list or t is tuple:
+            _enc_list(v, buf)
+        elif v is None:
+            buf += _NULL
+        elif t is bool:
+            buf += _TRUE if v else _FALSE
+        elif t is int:
+            buf += _enc_int(v)
+        elif t is float:
+            buf += _enc_float(v)
+        elif v is HOLE:
+            holes += 1
+        else:
+            _enc_other(v, buf)
+    if holes:
+        buf += b"\x01" + _leb128(holes)
+    buf += _END
+
+
+def _enc_other(v: Any, buf: bytearray) -> None:
+    """Everything the inline fast paths do not cover, including subclasses."""
+    if v is None:
+        buf += _NULL
+    elif v is UNDEFINED:
+        buf += _UNDEF
+    elif v is HOLE:
+        raise HashError("unsupported-value", "a hole can only appear inside an array")
+    elif isinstance(v, bool):
+        buf += _TRUE if v else _FALSE
+    elif isinstance(v, BigInt):
+        buf += _bigint(int(v))
+    elif isinstance(v, int):
+        buf += _enc_int(int(v))
+    elif isinstance(v, float):
+        buf += _enc_float(float(v))
+    elif isinstance(v, str):
+        buf += _encode_str(str(v))
+    elif isinstance(v, bytes | bytearray | memoryview):
+        raw = bytes(v)
+        buf += b"\x25" + _leb128(len(raw)) + raw
+    elif isinstance(v, Mapping):
+        _enc_dict(v, buf)
+    elif isinstance(v, list | tuple):
+        _enc_list(v, buf)
+    else:
+        method = getattr(v, "__fabric_json__", None)
+        if method is None:
+            raise HashError("unsupported-value", f"cannot hash a value of type {type(v).__name__}")
+        _enc_value(method(), buf)
+
+
+def _enc_value(v: Any, buf: bytearray) -> None:
+    t = type(v)
+    if t is dict:
+        _enc_dict(v, buf)
+    elif t is list or t is tuple:
+        _enc_list(v, buf)
+    elif t is str:
+        buf += _encode_str(v)
+    else:
+        _enc_other(v, buf)
+
+
+def _encode_into(value: Any, buf: bytearray) -> None:
+    try:
+        _enc_value(value, buf)
+    except RecursionError:
+        raise HashError("too-deep", "value is nested too deeply to hash") from None
+
+
+def encode_value(value: Any) -> bytes:
+    """The type-tagged byte stream whose SHA-256 is the value hash."""
+    buf = bytearray()
+    _encode_into(value, buf)
+    return bytes(buf)
+
+
+def value_hash(value: Any) -> bytes:
+    """Raw 32-byte SHA-256 value hash (Common Fabric compatible)."""
+    buf = bytearray()
+    _encode_into(value, buf)
+    return _sha256(buf).digest()
+
+
+def digest_to_content_hash(digest: bytes) -> str:
+    return "sha256:" + digest.hex()
+
+
+def content_hash(value: Any) -> str:
+    """`sha256:` + lowercase hex of the value hash (the spec's contentHash form)."""
+    return "sha256:" + value_hash(value).hex()
+
+
+def value_hash_with_elements(array: Any) -> tuple[bytes, list[bytes]]:
+    """Hash an array and each of its elements in one walk.
+
+    Returns (hash of the array, [hash of element i]). The elements are encoded once into
+    one buffer; each element's hash is taken over its slice, the array's over the whole.
+    Holes are not allowed here: a stable array has a value in every cell.
+    """
+    if not isinstance(array, list | tuple):
+        raise HashError("unsupported-value", "value_hash_with_elements needs an array")
+    buf = bytearray(_ARRAY)
+    bounds = []
+    try:
+        for v in array:
+            if v is HOLE:
+                raise HashError("unsupported-value", "holes have no element hash")
+            start = len(buf)
+            _enc_value(v, buf)
+            bounds.append((start, len(buf)))
+    except RecursionError:
+        raise HashError("too-deep", "value is nested too deeply to hash") from None
+    buf += _END
+    view = memoryview(buf)
+    elements = [_sha256(view[a:b]).digest() for a, b in bounds]
+    whole = _sha256(view).digest()
+    view.release()
+    return whole, elements
