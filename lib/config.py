@@ -1,0 +1,138 @@
+"""Strict TOML configuration.
+
+The file lives at `$AGENTCTL_CONFIG`, else `$XDG_CONFIG_HOME/agentctl/config.toml`, else
+`~/.config/agentctl/config.toml`. Unknown keys are errors naming the key and the file, so
+a typo never silently changes what is synced. With no file at all the built-in sources
+`codex` and `claude` exist with their defaults.
+
+    store = "sqlite:///home/me/agentctl.sqlite3"   # optional
+    space = "did:key:z6Mk..."                       # optional
+
+    [sources.codex]
+    driver = "codex-app-server"
+    codexHome = "~/.codex"
+
+    [sources.work]
+    driver = "acp"
+    command = ["my-agent", "--acp"]
+    enabled = false
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from lib.drivers.registry import DuplicateSourceError, check_unique_source_ids
+from lib.types import AgentSourceConfig, normalize_source_id
+
+TOP_LEVEL_KEYS = frozenset({"store", "space", "sources"})
+SOURCE_KEYS = frozenset(AgentSourceConfig.model_fields[name].alias or name for name in AgentSourceConfig.model_fields) - {"id"}
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used. The message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None
+    sources: tuple[AgentSourceConfig, ...]
+    store: str | None = None
+    space: str | None = None
+    from_file: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def source(self, source_id: str) -> AgentSourceConfig | None:
+        wanted = normalize_source_id(source_id)
+        for source in self.sources:
+            if normalize_source_id(source.id) == wanted:
+                return source
+        return None
+
+    def enabled_sources(self) -> list[AgentSourceConfig]:
+        return [source for source in self.sources if source.enabled]
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if env.get("AGENTCTL_CONFIG"):
+        return Path(env["AGENTCTL_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "agentctl" / "config.toml"
+
+
+def builtin_sources() -> tuple[AgentSourceConfig, ...]:
+    """The sources that exist when there is no configuration file."""
+    return (
+        AgentSourceConfig(id="codex", driver="codex-app-server"),
+        AgentSourceConfig(id="claude", driver="claude-agent-sdk"),
+    )
+
+
+def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the configuration; a missing file (at the default path) means the built-ins."""
+    explicit = path is not None or bool((os.environ if environ is None else environ).get("AGENTCTL_CONFIG"))
+    config_path = path if path is not None else default_config_path(environ)
+    if not config_path.exists():
+        if explicit:
+            raise ConfigError(f"{config_path}: configuration file not found; create it or unset AGENTCTL_CONFIG")
+        return Config(path=None, sources=builtin_sources())
+    try:
+        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{config_path}: cannot read the configuration file ({exc.__class__.__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_path}: not valid TOML: {exc}") from None
+    return parse_config(data, config_path)
+
+
+def parse_config(data: Mapping[str, Any], path: Path) -> Config:
+    unknown = sorted(set(data) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+    for key in ("store", "space"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{path}: {key!r} must be a string")
+    raw_sources = data.get("sources", {})
+    if not isinstance(raw_sources, dict):
+        raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables")
+    sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
+    try:
+        check_unique_source_ids(sources)
+    except DuplicateSourceError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return Config(
+        path=path,
+        sources=tuple(sources),
+        store=data.get("store"),
+        space=data.get("space"),
+        from_file=True,
+    )
+
+
+def _parse_source(source_id: str, table: Any, path: Path) -> AgentSourceConfig:
+    where = f"{path}: [sources.{source_id}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - SOURCE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(SOURCE_KEYS))})")
+    if "driver" not in table:
+        raise ConfigError(f"{where}: 'driver' is required (codex-app-server, claude-agent-sdk or acp)")
+    values = dict(table)
+    for key in ("cwd", "configDir", "codexBin", "codexHome", "codexSocket"):
+        if isinstance(values.get(key), str):
+            values[key] = os.path.expanduser(values[key])
+    try:
+        return AgentSourceConfig.model_validate({"id": source_id, **values})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field_name = ".".join(str(part) for part in first["loc"]) or "source"
+        raise ConfigError(f"{where}: {field_name}: {first['msg']}") from None

@@ -1,0 +1,98 @@
+from pathlib import Path
+
+import pytest
+
+from lib.config import ConfigError, load_config
+from lib.drivers.base import DriverUnavailable
+from lib.drivers.registry import DuplicateSourceError, check_unique_source_ids, create_driver
+from lib.types import AgentSourceConfig
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_no_file_gives_the_builtin_codex_and_claude_sources(tmp_path):
+    config = load_config(environ={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert [(s.id, s.driver) for s in config.sources] == [("codex", "codex-app-server"), ("claude", "claude-agent-sdk")]
+    assert config.path is None and not config.from_file
+
+
+def test_config_path_comes_from_the_environment_override(tmp_path):
+    path = write(tmp_path, '[sources.work]\ndriver = "acp"\ncommand = ["agent", "--acp"]\n')
+    config = load_config(environ={"AGENTCTL_CONFIG": str(path)})
+    assert config.path == path
+    assert config.source("WORK").command == ["agent", "--acp"]
+
+
+def test_an_explicit_config_path_that_does_not_exist_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(environ={"AGENTCTL_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def test_every_source_field_is_accepted_in_its_camelcase_spelling(tmp_path):
+    path = write(tmp_path, """
+store = "sqlite:///x.sqlite3"
+[sources.codex]
+driver = "codex-app-server"
+enabled = false
+command = ["codex", "app-server"]
+cwd = "/work"
+env = { A = "1" }
+configDir = "/c"
+codexBin = "/bin/codex"
+codexHome = "~/codex-home"
+codexTransport = "proxy"
+codexSocket = "/tmp/s.sock"
+allowDangerFullAccess = true
+""")
+    source = load_config(path).source("codex")
+    assert source.enabled is False and source.env == {"A": "1"} and source.codex_transport == "proxy"
+    assert source.codex_home == str(Path.home() / "codex-home")
+    assert source.allow_danger_full_access is True and source.config_dir == "/c"
+
+
+def test_an_unknown_source_key_names_the_key_and_the_file(tmp_path):
+    path = write(tmp_path, '[sources.codex]\ndriver = "codex-app-server"\ncodexhome = "/x"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "'codexhome'" in str(info.value) and str(path) in str(info.value)
+
+
+def test_an_unknown_top_level_key_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key 'sorces'"):
+        load_config(write(tmp_path, "[sorces.codex]\n"))
+
+
+def test_a_bad_value_names_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="codexTransport"):
+        load_config(write(tmp_path, '[sources.codex]\ndriver = "codex-app-server"\ncodexTransport = "tcp"\n'))
+
+
+def test_invalid_toml_is_reported_with_the_file(tmp_path):
+    path = write(tmp_path, "[sources\n")
+    with pytest.raises(ConfigError, match="not valid TOML") as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_source_ids_that_collide_after_trimming_and_lowercasing_are_rejected(tmp_path):
+    path = write(tmp_path, '[sources.Codex]\ndriver = "codex-app-server"\n[sources." codex"]\ndriver = "acp"\ncommand=["a"]\n')
+    with pytest.raises(ConfigError, match="same once trimmed"):
+        load_config(path)
+    with pytest.raises(DuplicateSourceError):
+        check_unique_source_ids([AgentSourceConfig(id="A", driver="acp"), AgentSourceConfig(id="a ", driver="acp")])
+
+
+def test_the_driver_descriptor_id_is_trimmed_and_lowercased():
+    driver = create_driver(AgentSourceConfig(id="  Codex-Work ", driver="codex-app-server"))
+    assert driver.source.id == "codex-work"
+    assert driver.source.driver == "codex-app-server"
+
+
+def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_error():
+    with pytest.raises(DriverUnavailable) as info:
+        create_driver(AgentSourceConfig(id="claude", driver="claude-agent-sdk"))
+    assert info.value.code == "driver-not-available"
