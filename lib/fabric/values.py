@@ -1,0 +1,400 @@
+"""Fabric values in JSON: links and the tagged `fvj1` encoding (DESIGN.md).
+
+Value model (shared with lib.hashing): None (null), UNDEFINED, bool, int or
+float (an int beyond 2**53, or a `BigInt`, is a bigint), str, bytes, list or
+tuple (HOLE marks a sparse-array hole), dict or Mapping with str keys, Link.
+
+Plain JSON is written as itself. What JSON cannot hold becomes a single-key
+tagged object: `{"/Undefined@1": null}`, `{"/BigInt@1": "<base64url>"}`,
+`{"/SpecialNumber@1": "-0"|"NaN"|"+Infinity"|"-Infinity"}`,
+`{"/Bytes@1": "<base64url>"}`, and (our choice, DESIGN.md is silent) one
+`{"/Hole@1": null}` per array hole. An object with a key starting with "/" is
+escaped: `{"/quote": obj}` when its whole subtree is plain JSON, otherwise
+`{"/object": {key: encoded}}`. A Link is written as the quote of its JSON form
+and a quoted object in exactly that form decodes as a Link; a bare
+`{"/": {"link@1": ...}}` is also read as a Link, for other writers.
+
+Plain data is the common case (a big session is 50 MB of events): encode
+and decode walk it once and return the very same objects when nothing needs
+a tag, copying only the containers on the path to a tagged value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lib.hashing import HOLE, UNDEFINED, BigInt
+
+PREFIX = "fvj1:"
+_MAX_SAFE = 2**53
+_copysign = math.copysign
+
+
+class ValueEncodingError(ValueError):
+    """A value outside the model, or text that is not fvj1. `code` is stable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link to (a path inside) a cell: `{"/": {"link@1": {id, path, space}}}`."""
+
+    id: str
+    space: str
+    path: tuple[str | int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.startswith("of:"):
+            raise ValueEncodingError("invalid-link", f"a link id starts with 'of:': {self.id!r}")
+        if not isinstance(self.space, str) or not self.space:
+            raise ValueEncodingError("invalid-link", f"a link space is a DID: {self.space!r}")
+        path = tuple(self.path)
+        for step in path:
+            if type(step) is not str and (type(step) is not int or step < 0):
+                raise ValueEncodingError(
+                    "invalid-link", f"a link path holds keys and indexes: {step!r}"
+                )
+        object.__setattr__(self, "path", path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"/": {"link@1": {"id": self.id, "path": list(self.path), "space": self.space}}}
+
+    # lib.hashing hashes any object by this method's result: a link hashes as its JSON form
+    __fabric_json__ = to_json
+
+    @staticmethod
+    def from_json(obj: Any) -> Link | None:
+        """The Link obj is the JSON form of, or None when it has any other shape."""
+        if type(obj) is not dict or len(obj) != 1:
+            return None
+        inner = obj.get("/")
+        if type(inner) is not dict or len(inner) != 1:
+            return None
+        body = inner.get("link@1")
+        if type(body) is not dict or body.keys() != {"id", "path", "space"}:
+            return None
+        if type(body["path"]) is not list:
+            return None
+        try:
+            return Link(body["id"], body["space"], tuple(body["path"]))
+        except ValueEncodingError:
+            return None
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: Any, tag: str) -> bytes:
+    if type(text) is not str:
+        raise ValueEncodingError("invalid-fvj1", f"{tag} holds a base64url string")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueEncodingError("invalid-fvj1", f"{tag} is not base64url: {text[:40]!r}") from None
+
+
+def _bigint_tag(n: int) -> dict[str, str]:
+    width = ((n if n >= 0 else ~n).bit_length() + 8) // 8
+    return {"/BigInt@1": _b64(int(n).to_bytes(width, "big", signed=True))}
+
+
+def _special_tag(v: float) -> dict[str, str]:
+    if v != v:
+        name = "NaN"
+    elif v == math.inf:
+        name = "+Infinity"
+    elif v == -math.inf:
+        name = "-Infinity"
+    else:
+        name = "-0"
+    return {"/SpecialNumber@1": name}
+
+
+_UNDEFINED_TAG = {"/Undefined@1": None}
+_HOLE_TAG = {"/Hole@1": None}
+
+
+def encode(value: Any) -> Any:
+    """The JSON-compatible fvj1 form of value (value itself when it is plain JSON)."""
+    try:
+        return _enc(value)
+    except RecursionError:
+        raise ValueEncodingError("too-deep", "value is nested too deeply to encode") from None
+
+
+def _enc(v: Any) -> Any:
+    t = type(v)
+    if t is dict:
+        return _enc_dict(v)
+    if t is list or t is tuple:
+        return _enc_list(v)
+    if t is str or t is bool or v is None:
+        return v
+    if t is int:
+        return v if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint_tag(v)
+    if t is float:
+        return v if v - v == 0.0 and (v or _copysign(1.0, v) > 0) else _special_tag(v)
+    return _enc_other(v)
+
+
+def _enc_other(v: Any) -> Any:
+    if v is UNDEFINED:
+        return _UNDEFINED_TAG
+    if v is HOLE:
+        raise ValueEncodingError("unsupported-value", "a hole can only appear inside an array")
+    if isinstance(v, Link):
+        return {"/quote": v.to_json()}
+    if isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, BigInt):
+        return _bigint_tag(v)
+    if isinstance(v, int):
+        return _enc(int(v))
+    if isinstance(v, float):
+        return _enc(float(v))
+    if isinstance(v, str):
+        return str.__str__(v)  # str(v) of a (str, Enum) member is its qualified name
+    if isinstance(v, bytes | bytearray | memoryview):
+        return {"/Bytes@1": _b64(bytes(v))}
+    if isinstance(v, Mapping):
+        return _enc_dict(dict(v))
+    if isinstance(v, list | tuple):
+        return _enc_list(list(v))
+    method = getattr(v, "__fabric_json__", None)
+    if method is not None:
+        return _enc(method())
+    raise ValueEncodingError(
+        "unsupported-value", f"cannot encode a value of type {type(v).__name__}"
+    )
+
+
+def _enc_dict(d: dict[Any, Any]) -> Any:
+    changed: dict[str, Any] | None = None
+    for k, v in d.items():
+        if type(k) is not str and not isinstance(k, str):
+            raise ValueEncodingError(
+                "unsupported-value", f"object keys are strings, not {type(k).__name__}"
+            )
+        if k[:1] == "/":
+            return _escape(d)
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is int:
+            if -_MAX_SAFE <= v <= _MAX_SAFE:
+                continue
+            e = _bigint_tag(v)
+        elif t is float:
+            if v - v == 0.0 and (v or _copysign(1.0, v) > 0):
+                continue
+            e = _special_tag(v)
+        elif t is dict:
+            e = _enc_dict(v)
+        elif t is list or t is tuple:
+            e = _enc_list(v)
+        else:
+            e = _enc_other(v)
+        if e is not v:
+            if changed is None:
+                changed = {}
+            changed[k] = e
+    if changed is None:
+        return d
+    return {k: changed[k] if k in changed else v for k, v in d.items()}
+
+
+def _enc_list(a: list[Any] | tuple[Any, ...]) -> Any:
+    changed: dict[int, Any] | None = None
+    for i, v in enumerate(a):
+        t = type(v)
+        if t is str or t is bool or v is None:
+            continue
+        if t is dict:
+            e = _enc_dict(v)
+        elif t is int:
+            if -_MAX_SAFE <= v <= _MAX_SAFE:
+                continue
+            e = _bigint_tag(v)
+        elif t is float:
+            if v - v == 0.0 and (v or _copysign(1.0, v) > 0):
+                continue
+            e = _special_tag(v)
+        elif t is list or t is tuple:
+            e = _enc_list(v)
+        elif v is HOLE:
+            e = _HOLE_TAG
+        else:
+            e = _enc_other(v)
+        if e is not v:
+            if changed is None:
+                changed = {}
+            changed[i] = e
+    if changed is None:
+        return a
+    return [changed[i] if i in changed else v for i, v in enumerate(a)]
+
+
+def _escape(d: dict[str, Any]) -> dict[str, Any]:
+    """An object with a '/'-prefixed key: quoted when plain JSON, else field by field."""
+    if _is_plain(d):
+        return {"/quote": d}
+    return {"/object": {k: _enc(v) for k, v in d.items()}}
+
+
+def _is_plain(v: Any) -> bool:
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return True
+    if t is int:
+        return -_MAX_SAFE <= v <= _MAX_SAFE
+    if t is float:
+        return v - v == 0.0 and bool(v or _copysign(1.0, v) > 0)
+    if t is dict:
+        return all(type(k) is str and _is_plain(x) for k, x in v.items())
+    if t is list or t is tuple:
+        return all(_is_plain(x) for x in v)
+    return False
+
+
+def decode(obj: Any) -> Any:
+    """The value an fvj1 JSON-compatible object stands for (obj itself when untagged)."""
+    try:
+        return _dec(obj)
+    except RecursionError:
+        raise ValueEncodingError("too-deep", "value is nested too deeply to decode") from None
+
+
+def _dec(v: Any) -> Any:
+    t = type(v)
+    if t is dict:
+        return _dec_dict(v)
+    if t is list:
+        return _dec_list(v)
+    return v
+
+
+def _dec_dict(d: dict[str, Any]) -> Any:
+    changed: dict[str, Any] | None = None
+    for k, v in d.items():
+        if k[:1] == "/":
+            if len(d) != 1:
+                raise ValueEncodingError(
+                    "invalid-fvj1", f"an object mixes the tag {k!r} with other keys"
+                )
+            return _untag(k, v)
+        t = type(v)
+        if t is dict:
+            e = _dec_dict(v)
+        elif t is list:
+            e = _dec_list(v)
+        else:
+            continue
+        if e is not v:
+            if changed is None:
+                changed = {}
+            changed[k] = e
+    if changed is None:
+        return d
+    return {k: changed[k] if k in changed else v for k, v in d.items()}
+
+
+def _dec_list(a: list[Any]) -> Any:
+    changed: dict[int, Any] | None = None
+    for i, v in enumerate(a):
+        t = type(v)
+        if t is dict:
+            e = _dec_dict(v)
+        elif t is list:
+            e = _dec_list(v)
+        else:
+            continue
+        if e is not v:
+            if changed is None:
+                changed = {}
+            changed[i] = e
+    if changed is None:
+        return a
+    return [changed[i] if i in changed else v for i, v in enumerate(a)]
+
+
+_SPECIALS = {"-0": -0.0, "NaN": math.nan, "+Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _untag(tag: str, body: Any) -> Any:
+    if tag == "/quote":
+        if type(body) is not dict:
+            raise ValueEncodingError("invalid-fvj1", "/quote holds an object")
+        link = Link.from_json(body)
+        return body if link is None else link
+    if tag == "/object":
+        if type(body) is not dict:
+            raise ValueEncodingError("invalid-fvj1", "/object holds an object")
+        return {k: _dec(v) for k, v in body.items()}
+    if tag == "/Undefined@1":
+        return UNDEFINED
+    if tag == "/Hole@1":
+        return HOLE
+    if tag == "/BigInt@1":
+        n = int.from_bytes(_unb64(body, tag), "big", signed=True)
+        # a bigint small enough to pass for a number keeps its type
+        return BigInt(n) if -_MAX_SAFE <= n <= _MAX_SAFE else n
+    if tag == "/SpecialNumber@1":
+        if body not in _SPECIALS:
+            raise ValueEncodingError("invalid-fvj1", f"unknown special number {body!r}")
+        return _SPECIALS[body]
+    if tag == "/Bytes@1":
+        return _unb64(body, tag)
+    if tag == "/":
+        link = Link.from_json({"/": body})
+        if link is not None:
+            return link
+    raise ValueEncodingError("invalid-fvj1", f"unknown fvj1 tag {tag!r}")
+
+
+def dumps(value: Any) -> str:
+    """The fvj1 JSON text of value: compact, key order kept, ASCII only.
+
+    ASCII escapes are faster to write than UTF-8 in CPython's encoder and keep
+    lone surrogates (which JSON input can carry) storable as UTF-8.
+    """
+    # encode() already fails on cycles (too deep), so json need not track them
+    return json.dumps(encode(value), separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueEncodingError(
+        "invalid-fvj1", f"{name} is not JSON; fvj1 writes it as /SpecialNumber@1"
+    )
+
+
+def loads(text: str | bytes) -> Any:
+    """The value of fvj1 JSON text."""
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueEncodingError(
+            "invalid-fvj1", f"not JSON: {exc.msg} at offset {exc.pos}"
+        ) from None
+    return decode(obj)
+
+
+def to_fvj1_string(value: Any) -> str:
+    """`fvj1:` + the fvj1 JSON text: a Fabric value held in a string."""
+    return PREFIX + dumps(value)
+
+
+def from_fvj1_string(text: str) -> Any:
+    if not text.startswith(PREFIX):
+        raise ValueEncodingError("invalid-fvj1", f"an fvj1 string starts with {PREFIX!r}")
+    return loads(text[len(PREFIX) :])
