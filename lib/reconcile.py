@@ -1,0 +1,326 @@
+"""Collection: walk one source's inventory and read its sessions, one at a time.
+
+`stream_source` is the primitive: a generator the consumer advances, so at most one
+snapshot is alive in collection at once (memory stays bounded by the largest session).
+`collect_source` materialises the same stream for callers that want everything.
+Preparation (keys, chunks, hashes) lives in `lib/prepare.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field
+
+from lib.drivers.base import AgentDriver, Cancelled, CancelSignal, DriverError
+from lib.types import (
+    NativeSessionSnapshot,
+    SessionPage,
+    SessionSummary,
+    SourceDescriptor,
+    WireModel,
+)
+
+# A collection stops (inventory incomplete) before keeping a page that would raise the
+# listings, repeats included, above this many. It bounds memory and runaway providers.
+LISTING_LIMIT = 100_000
+
+CollectionStage = Literal["list", "read", "retain"]
+SignalSource = CancelSignal | Callable[[], CancelSignal | None] | None
+RetainPredicate = Callable[[SessionSummary], bool]
+
+
+class CollectionError(WireModel):
+    """One structured collection failure. `retain` errors are recorded by the target."""
+
+    stage: CollectionStage
+    source_id: str
+    native_session_id: str | None = None
+    code: str
+    message: str
+
+
+class CollectionOutcome(WireModel):
+    """Counts, errors and completeness of one source's collection, updated as it runs.
+
+    `complete` and `inventory_complete` stay False until the stream is exhausted.
+    `listed_session_ids` holds every distinct listed id in listing order (read or
+    retained): a publisher needs it to mark missing sessions deleted, and it is bounded
+    by LISTING_LIMIT, so it is small next to one session.
+    """
+
+    source_id: str
+    complete: bool = False
+    inventory_complete: bool = False
+    pages: int = 0
+    listings: int = 0
+    listed: int = 0
+    read: int = 0
+    retained: int = 0
+    incomplete_snapshots: int = 0
+    errors: list[CollectionError] = Field(default_factory=list)
+    listed_session_ids: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StreamItem:
+    """One step of a stream: exactly one of snapshot, summary (retained) or error is set."""
+
+    kind: Literal["snapshot", "retained", "error"]
+    snapshot: NativeSessionSnapshot | None = None
+    summary: SessionSummary | None = None
+    error: CollectionError | None = None
+
+
+@dataclass
+class CollectedSource:
+    """A materialised collection: every snapshot, retained summary and error."""
+
+    source: SourceDescriptor
+    outcome: CollectionOutcome
+    snapshots: list[NativeSessionSnapshot] = field(default_factory=list)
+    retained: list[SessionSummary] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[CollectionError]:
+        return self.outcome.errors
+
+    @property
+    def complete(self) -> bool:
+        return self.outcome.complete
+
+
+def merge_inventory_lifecycle(
+    snapshot: NativeSessionSnapshot, listed: SessionSummary
+) -> NativeSessionSnapshot:
+    """Keep inventory `archived`/`active` where the read left them null; the read wins."""
+    update = {
+        name: getattr(listed, name)
+        for name in ("archived", "active")
+        if getattr(snapshot.summary, name) is None and getattr(listed, name) is not None
+    }
+    if not update:
+        return snapshot
+    summary = snapshot.summary.model_copy(update=update)
+    return snapshot.model_copy(update={"summary": summary})
+
+
+class SourceStream(Iterator[StreamItem]):
+    """Iterator over one source's collection. Advance it to make the next provider call."""
+
+    def __init__(
+        self,
+        driver: AgentDriver,
+        signal: SignalSource = None,
+        retain: RetainPredicate | None = None,
+        *,
+        listing_limit: int = LISTING_LIMIT,
+    ) -> None:
+        self.driver = driver
+        self.source_id = driver.source.id
+        self.outcome = CollectionOutcome(source_id=self.source_id)
+        self.retained: list[SessionSummary] = []
+        self.finished = False
+        self._signal = signal
+        self._retain = retain
+        self._listing_limit = listing_limit
+        self._seen_ids: set[str] = set()
+        self._items = self._run()
+
+    @property
+    def source(self) -> SourceDescriptor:
+        """The driver's current descriptor (ACP learns capabilities while reading)."""
+        return self.driver.source
+
+    def __iter__(self) -> SourceStream:
+        return self
+
+    def __next__(self) -> StreamItem:
+        return next(self._items)
+
+    def close(self) -> None:
+        """Stop early; the outcome stays incomplete."""
+        self._items.close()
+
+    # -- the walk -------------------------------------------------------------------
+
+    def _run(self) -> Iterator[StreamItem]:
+        cursor: str | None = None
+        requested: set[str] = set()
+        enumerated = False
+        while True:
+            page = self._list_page(cursor)
+            if isinstance(page, CollectionError):
+                yield StreamItem(kind="error", error=page)
+                break
+            if self.outcome.listings + len(page.sessions) > self._listing_limit:
+                yield self._error(
+                    "list",
+                    None,
+                    "listing-limit",
+                    f"source {self.source_id} listed more than {self._listing_limit} "
+                    f"sessions; the remaining pages were not collected",
+                )
+                break
+            self.outcome.pages += 1
+            self.outcome.listings += len(page.sessions)
+            next_cursor = page.next_cursor
+            summaries = page.sessions
+            del page  # only the summaries are needed while this page's sessions are read
+            for summary in summaries:
+                yield from self._take(summary)
+            del summaries
+            if not next_cursor:  # absent or empty: the provider has no more pages
+                enumerated = True
+                break
+            if next_cursor in requested:
+                yield self._error(
+                    "list",
+                    None,
+                    "repeated-cursor",
+                    f"source {self.source_id} returned cursor {next_cursor!r} again; "
+                    f"enumeration stopped",
+                )
+                break
+            requested.add(next_cursor)
+            cursor = next_cursor
+        self._finish(enumerated)
+
+    def _finish(self, enumerated: bool) -> None:
+        # A duplicate listing is an inventory error too: under offset paging it means the
+        # listing shifted, so another session may have been skipped.
+        stages = {error.stage for error in self.outcome.errors}
+        self.outcome.inventory_complete = enumerated and "list" not in stages
+        self.outcome.complete = (
+            self.outcome.inventory_complete
+            and "read" not in stages
+            and self.outcome.incomplete_snapshots == 0
+        )
+        self.finished = True
+
+    def _take(self, summary: SessionSummary) -> Iterator[StreamItem]:
+        """Read, retain or reject one listing. The first listing of an id decides."""
+        session_id = summary.native_session_id
+        if session_id in self._seen_ids:
+            yield self._error(
+                "list",
+                session_id,
+                "duplicate-session",
+                f"source {self.source_id} listed session {session_id} again; "
+                f"the first listing was kept",
+            )
+            return
+        self._seen_ids.add(session_id)
+        self.outcome.listed += 1
+        self.outcome.listed_session_ids.append(session_id)
+        if self._retain is not None and self._retain(summary):
+            self.retained.append(summary)
+            self.outcome.retained += 1
+            yield StreamItem(kind="retained", summary=summary)
+            return
+        snapshot = self._read(summary)
+        if isinstance(snapshot, CollectionError):
+            yield StreamItem(kind="error", error=snapshot)
+            return
+        self.outcome.read += 1
+        if not snapshot.complete:
+            self.outcome.incomplete_snapshots += 1
+        item = StreamItem(kind="snapshot", snapshot=snapshot)
+        del snapshot  # once the consumer drops the item, nothing here keeps the snapshot
+        yield item
+
+    # -- provider calls, each fenced by the signal ------------------------------------
+
+    def _list_page(self, cursor: str | None) -> SessionPage | CollectionError:
+        self._check_signal("list", None)
+        try:
+            page = self.driver.list_sessions(cursor)
+        except Cancelled:
+            self._record_cancelled("list", None)
+            raise
+        except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
+            self._check_signal("list", None)
+            return self._record("list", None, *_code_and_message(exc, "list-failed"))
+        self._check_signal("list", None)
+        return page
+
+    def _read(self, summary: SessionSummary) -> NativeSessionSnapshot | CollectionError:
+        session_id = summary.native_session_id
+        self._check_signal("read", session_id)
+        try:
+            snapshot = self.driver.read_session(session_id)
+        except Cancelled:
+            self._record_cancelled("read", session_id)
+            raise
+        except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
+            self._check_signal("read", session_id)
+            return self._record("read", session_id, *_code_and_message(exc, "read-failed"))
+        self._check_signal("read", session_id)
+        return merge_inventory_lifecycle(snapshot, summary)
+
+    def _check_signal(self, stage: CollectionStage, session_id: str | None) -> None:
+        signal = self._signal() if callable(self._signal) else self._signal
+        if signal is not None and signal.cancelled:
+            self._record_cancelled(stage, session_id)
+            raise Cancelled()
+
+    def _record_cancelled(self, stage: CollectionStage, session_id: str | None) -> None:
+        self._record(
+            stage, session_id, "cancelled", f"collection of source {self.source_id} was cancelled"
+        )
+
+    def _record(
+        self, stage: CollectionStage, session_id: str | None, code: str, message: str
+    ) -> CollectionError:
+        error = CollectionError(
+            stage=stage,
+            source_id=self.source_id,
+            native_session_id=session_id,
+            code=code,
+            message=message,
+        )
+        self.outcome.errors.append(error)
+        return error
+
+    def _error(
+        self, stage: CollectionStage, session_id: str | None, code: str, message: str
+    ) -> StreamItem:
+        return StreamItem(kind="error", error=self._record(stage, session_id, code, message))
+
+
+def _code_and_message(exc: Exception, fallback_code: str) -> tuple[str, str]:
+    """A stable code and a human message; never the exception class name."""
+    if isinstance(exc, DriverError):
+        return exc.code or fallback_code, exc.message or fallback_code
+    return fallback_code, str(exc) or fallback_code
+
+
+def stream_source(
+    driver: AgentDriver,
+    signal: SignalSource = None,
+    retain: RetainPredicate | None = None,
+    *,
+    listing_limit: int = LISTING_LIMIT,
+) -> SourceStream:
+    """Collect one source lazily; see `SourceStream`."""
+    return SourceStream(driver, signal, retain, listing_limit=listing_limit)
+
+
+def collect_source(
+    driver: AgentDriver,
+    signal: SignalSource = None,
+    retain: RetainPredicate | None = None,
+    *,
+    listing_limit: int = LISTING_LIMIT,
+) -> CollectedSource:
+    """Collect one source into memory. Errors are in the outcome, not raised."""
+    stream = stream_source(driver, signal, retain, listing_limit=listing_limit)
+    snapshots = [item.snapshot for item in stream if item.snapshot is not None]
+    return CollectedSource(
+        source=stream.source.model_copy(deep=True),
+        outcome=stream.outcome,
+        snapshots=snapshots,
+        retained=stream.retained,
+    )
