@@ -1,0 +1,320 @@
+"""The embedded store: one SQLite file (stdlib sqlite3, WAL), shared by processes.
+
+Commits run under `BEGIN IMMEDIATE`, which takes SQLite's single write lock
+before anything is read, so commits from any number of threads and processes
+serialize and the space's sequence numbers never repeat. Readers never wait
+for writers (WAL).
+
+Threads: each thread gets its own connection (sqlite3 connections must not be
+used by two threads at once, and per-thread connections let reads run in
+parallel under WAL). `:memory:` is one database per connection, so an
+in-memory store has a single connection guarded by a lock instead.
+
+Values are stored as fvj1 JSON text (values.dumps), labels as JSON. A deleted
+cell keeps its row, with a NULL value, so `changes_since` reports the delete
+and its labels still guard who may recreate it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from lib.fabric import values
+from lib.fabric.store import (
+    CommitPlan,
+    Document,
+    Labels,
+    Row,
+    Store,
+    StoreError,
+    resolve_commit,
+)
+
+SCHEMA_VERSION = 1
+_BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS spaces (
+    id INTEGER PRIMARY KEY,
+    did TEXT NOT NULL UNIQUE,
+    head INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS documents (
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    cell_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    labels TEXT NOT NULL,
+    value TEXT,  -- last, so reading the columns before it never loads a big value
+    PRIMARY KEY (space_id, cell_id)
+);
+CREATE INDEX IF NOT EXISTS documents_by_seq ON documents (space_id, seq);
+CREATE TABLE IF NOT EXISTS sequences (
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    name TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    PRIMARY KEY (space_id, name)
+);
+"""
+
+_UPSERT = (
+    "INSERT INTO documents (space_id, cell_id, seq, labels, value) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (space_id, cell_id) DO UPDATE SET "
+    "seq = excluded.seq, labels = excluded.labels, value = excluded.value"
+)
+
+
+class SQLiteStore(Store):
+    """A Store in one SQLite file (or `:memory:`)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        self._memory = str(path) == ":memory:"
+        self._path = ":memory:" if self._memory else str(Path(path).absolute())
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._registry_lock = threading.Lock()
+        self._memory_lock = threading.RLock()
+        self._space_ids: dict[str, int] = {}
+        self._labels_cache: dict[str, Labels] = {}
+        self._closed = False
+        self._pid = os.getpid()
+        if not self._memory:
+            _create_private_file(Path(self._path))
+        with self._connection() as conn:
+            self._initialize(conn)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    # connections
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError(f"store {self._path} is closed", code="store-closed")
+        if self._pid != os.getpid():
+            # a forked child must not use its parent's connections: start afresh
+            self._pid = os.getpid()
+            self._local = threading.local()
+            self._connections = []
+        try:
+            if self._memory:
+                with self._memory_lock:
+                    if not self._connections:
+                        self._connections.append(self._connect())
+                    yield self._connections[0]
+            else:
+                conn = getattr(self._local, "conn", None)
+                if conn is None:
+                    conn = self._local.conn = self._connect()
+                    with self._registry_lock:
+                        self._connections.append(conn)
+                yield conn
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._path,
+            timeout=self._busy_timeout,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,  # close() may run on another thread
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        if not self._memory:
+            conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: a commit (a command claim, a receipt) survives power loss too
+            conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        reason = exc.args[0] if exc.args else type(exc).__name__
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(reason):
+            return StoreError(
+                f"store {self._path} stayed locked by another writer for "
+                f"{self._busy_timeout:g}s; retry when it is idle",
+                code="store-busy",
+            )
+        return StoreError(f"store {self._path} failed: {reason}", code="store-unavailable")
+
+    def close(self) -> None:
+        with self._registry_lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _write(self, conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _initialize(self, conn: sqlite3.Connection) -> None:
+        with self._write(conn):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schemaVersion', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store {self._path} has schema version {row[0]}, newer than this "
+                    f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
+                    code="store-schema-too-new",
+                )
+
+    # helpers
+
+    def _space_id(self, conn: sqlite3.Connection, space: str, create: bool = False) -> int | None:
+        found = self._space_ids.get(space)
+        if found is not None:
+            return found
+        if create:
+            conn.execute("INSERT OR IGNORE INTO spaces (did) VALUES (?)", (space,))
+        row = conn.execute("SELECT id FROM spaces WHERE did = ?", (space,)).fetchone()
+        if row is None:
+            return None
+        self._space_ids[space] = row[0]
+        return row[0]
+
+    def _labels(self, text: str) -> Labels:
+        labels = self._labels_cache.get(text)
+        if labels is None:
+            if len(self._labels_cache) > 1024:
+                self._labels_cache.clear()
+            labels = self._labels_cache[text] = Labels.from_json(text)
+        return labels
+
+    # reads
+
+    def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return 0, None
+            row = conn.execute(
+                "SELECT seq, labels, value FROM documents WHERE space_id = ? AND cell_id = ?",
+                (space_id, cell_id),
+            ).fetchone()
+        if row is None:
+            return 0, None
+        seq, labels, text = row
+        if text is None:
+            return seq, None
+        return seq, Document(values.loads(text), self._labels(labels), seq)
+
+    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+        # one primary-key lookup per cell: no cursor stays open across a yield, and
+        # only the document being yielded is in memory
+        for cell_id in dict.fromkeys(cell_ids):
+            document = self._read_row(space, cell_id)[1]
+            if document is not None:
+                yield cell_id, document
+
+    def head(self, space: str) -> int:
+        with self._connection() as conn:
+            row = conn.execute("SELECT head FROM spaces WHERE did = ?", (space,)).fetchone()
+        return row[0] if row else 0
+
+    def changes_since(self, space: str, seq: int) -> list[tuple[str, int]]:
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return []
+            rows = conn.execute(
+                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ? "
+                "ORDER BY seq, cell_id",
+                (space_id, seq),
+            ).fetchall()
+        return [(cell_id, row_seq) for cell_id, row_seq in rows]
+
+    # writes
+
+    def next_sequence(self, space: str, name: str) -> int:
+        with self._connection() as conn, self._write(conn):
+            space_id = self._space_id(conn, space, create=True)
+            (value,) = conn.execute(
+                "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, 1) "
+                "ON CONFLICT (space_id, name) DO UPDATE SET value = value + 1 RETURNING value",
+                (space_id, name),
+            ).fetchone()
+        return value
+
+    def _commit(self, plan: CommitPlan) -> int:
+        with self._connection() as conn, self._write(conn):
+            space_id = self._space_id(conn, plan.space, create=True)
+            assert space_id is not None
+            rows = self._rows(conn, space_id, plan.cells())
+
+            def load_text(cell_id: str) -> str:
+                (text,) = conn.execute(
+                    "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
+                    (space_id, cell_id),
+                ).fetchone()
+                return text
+
+            writes = resolve_commit(plan, rows, load_text)
+            (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
+            if not writes:
+                return head
+            seq = head + 1
+            label_texts: dict[Labels, str] = {}  # most writes share one set of labels
+            conn.executemany(
+                _UPSERT,
+                (
+                    (space_id, w.cell_id, seq, _text_of(label_texts, w.labels), w.text)
+                    for w in writes
+                ),
+            )
+            conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
+        return seq
+
+    def _rows(self, conn: sqlite3.Connection, space_id: int, cells: set[str]) -> dict[str, Row]:
+        ids = list(cells)
+        rows: dict[str, Row] = {}
+        for start in range(0, len(ids), _BATCH):
+            batch = ids[start : start + _BATCH]
+            for cell_id, seq, labels, live in conn.execute(
+                "SELECT cell_id, seq, labels, value IS NOT NULL FROM documents "
+                f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
+                (space_id, *batch),
+            ):
+                rows[cell_id] = Row(seq, self._labels(labels), bool(live))
+        return rows
+
+
+def _text_of(cache: dict[Labels, str], labels: Labels) -> str:
+    text = cache.get(labels)
+    if text is None:
+        text = cache[labels] = labels.to_json()
+    return text
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the database file (and its directories) private before SQLite opens it;
+    SQLite gives its -wal and -shm files the database file's mode."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create store {path}: {exc.strerror}", code="store-unavailable"
+        ) from None
+    os.close(fd)

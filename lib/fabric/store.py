@@ -1,0 +1,390 @@
+"""The store contract: spaces of cells, documents, and optimistic transactions.
+
+A space (named by a DID) holds cells (named by ID, see cell_id.py). A cell's
+document is its value, its labels and the space-wide sequence number of its
+last write. Every commit that writes anything takes the next sequence number
+of its space, and every document it writes carries that number.
+
+A `Transaction` reads documents (remembering the version each read saw),
+buffers writes, and commits them atomically. The commit is rejected, and
+nothing changes, when
+  - a document it read has moved on since (ConflictError): rewritten,
+    deleted, or created after the transaction saw it absent;
+  - a precondition fails (PreconditionFailed): `require_absent`,
+    `require_value_hash`, or a `patch` of a cell that holds no object;
+  - it writes a cell whose integrity labels do not name the transaction's
+    writer (WriteDenied). A cell that never existed may be created by anyone.
+
+Backends implement `_read_row` and `_commit`; the commit rules themselves are
+decided once, in `resolve_commit`, so every backend enforces the same ones.
+Backends: `sqlite_store.SQLiteStore` (embedded default). `open_store(url)`
+picks one by URL. `tests/fabric/store_contract.py` is the suite every backend
+must pass.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lib.fabric import values
+from lib.hashing import value_hash
+
+
+class StoreError(Exception):
+    """A store failure: `code` is stable, `message` is for people."""
+
+    code = "store-error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+
+
+class ConflictError(StoreError):
+    code = "store-conflict"
+
+
+class PreconditionFailed(StoreError):
+    code = "store-precondition-failed"
+
+
+class WriteDenied(StoreError):
+    code = "store-write-denied"
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """Who may read a cell (confidentiality: owner DIDs) and write it (integrity: writer DIDs)."""
+
+    confidentiality: tuple[str, ...] = ()
+    integrity: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "confidentiality", tuple(self.confidentiality))
+        object.__setattr__(self, "integrity", tuple(self.integrity))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"confidentiality": list(self.confidentiality), "integrity": list(self.integrity)},
+            separators=(",", ":"),
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Labels:
+        data = json.loads(text)
+        return Labels(tuple(data["confidentiality"]), tuple(data["integrity"]))
+
+    @staticmethod
+    def owned_by(did: str) -> Labels:
+        """A cell that did owns and alone may write: what a write without labels creates."""
+        return Labels((did,), (did,))
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    value: Any
+    labels: Labels
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What a backend knows about a cell: `version` is the seq of its last write or
+    delete (0 for a cell never written), `live` is False once deleted."""
+
+    version: int
+    labels: Labels
+    live: bool
+
+
+# Buffered operations. Values are encoded when buffered: errors surface at the call,
+# and later changes to the caller's objects cannot leak into the commit.
+@dataclass(slots=True)
+class Write:
+    text: str
+    labels: Labels | None
+
+
+@dataclass(slots=True)
+class Patch:
+    set: dict[str, str]  # key -> fvj1 text of its new value
+    delete: set[str]
+
+
+@dataclass(slots=True)
+class Delete:
+    pass
+
+
+Op = Write | Patch | Delete
+
+
+@dataclass(slots=True)
+class CommitPlan:
+    """Everything a transaction asks a backend to check and apply at commit."""
+
+    space: str
+    writer: str
+    reads: dict[str, int] = field(default_factory=dict)  # cell -> version seen
+    require_absent: set[str] = field(default_factory=set)
+    require_hash: dict[str, bytes] = field(default_factory=dict)
+    ops: dict[str, Op] = field(default_factory=dict)
+
+    def cells(self) -> set[str]:
+        return set(self.reads) | self.require_absent | set(self.require_hash) | set(self.ops)
+
+
+@dataclass(frozen=True, slots=True)
+class RowWrite:
+    cell_id: str
+    labels: Labels
+    text: str | None  # None deletes
+
+
+def resolve_commit(
+    plan: CommitPlan, rows: Mapping[str, Row], load_text: Callable[[str], str]
+) -> list[RowWrite]:
+    """Check plan against the current rows (inside the backend's write lock) and
+    return the rows to write; raises ConflictError, PreconditionFailed or WriteDenied.
+
+    rows holds every cell of plan.cells() that has a row; load_text(cell) returns
+    the stored text of a live cell, and is called only for patches and hash checks.
+    """
+    for cell, seen in plan.reads.items():
+        row = rows.get(cell)
+        now = row.version if row else 0
+        if now != seen:
+            raise ConflictError(
+                f"cell changed after this transaction read it (version {seen} -> {now}): {cell}"
+            )
+    for cell in plan.require_absent:
+        row = rows.get(cell)
+        if row is not None and row.live:
+            raise PreconditionFailed(f"cell is required to be absent but exists: {cell}")
+    for cell, expected in plan.require_hash.items():
+        row = rows.get(cell)
+        if row is None or not row.live:
+            raise PreconditionFailed(f"cell is required to hold a value but is absent: {cell}")
+        if value_hash(values.loads(load_text(cell))) != expected:
+            raise PreconditionFailed(
+                f"cell value does not have the required hash {expected.hex()}: {cell}"
+            )
+    out = []
+    for cell, op in plan.ops.items():
+        row = rows.get(cell)
+        if row is not None and plan.writer not in row.labels.integrity:
+            raise WriteDenied(f"writer {plan.writer} is not allowed to change cell {cell}")
+        if isinstance(op, Delete):
+            if row is not None and row.live:
+                out.append(RowWrite(cell, row.labels, None))
+            continue
+        if isinstance(op, Write):
+            labels = op.labels or (row.labels if row else Labels.owned_by(plan.writer))
+            out.append(RowWrite(cell, labels, op.text))
+            continue
+        if row is None or not row.live:
+            raise PreconditionFailed(f"cannot patch fields of an absent cell: {cell}")
+        value = values.loads(load_text(cell))
+        out.append(RowWrite(cell, row.labels, values.dumps(apply_patch(cell, value, op))))
+    return out
+
+
+def apply_patch(cell: str, value: Any, patch: Patch) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PreconditionFailed(f"cannot patch fields of a cell that holds no object: {cell}")
+    result = {k: v for k, v in value.items() if k not in patch.delete}
+    for key, text in patch.set.items():
+        result[key] = values.loads(text)
+    return result
+
+
+class Transaction:
+    """Reads, preconditions and buffered writes against one space, committed at once.
+
+    Use it as a context manager and call `commit()` inside: leaving the block
+    without committing discards the writes. One thread uses a transaction; a
+    transaction commits at most once, and is closed after a commit or a failure.
+    """
+
+    def __init__(self, store: Store, space: str, writer: str) -> None:
+        self._store = store
+        self._plan = CommitPlan(space, writer)
+        self._closed = False
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._closed = True
+
+    @property
+    def space(self) -> str:
+        return self._plan.space
+
+    @property
+    def writer(self) -> str:
+        return self._plan.writer
+
+    def _open(self) -> CommitPlan:
+        if self._closed:
+            raise StoreError(
+                "this transaction is already committed or closed", code="store-tx-closed"
+            )
+        return self._plan
+
+    def read(self, cell_id: str) -> Document | None:
+        """The cell's document as this transaction sees it, its own writes included.
+
+        The version read joins the read set, so the commit fails if the cell
+        changes before it. A document overlaid by a buffered write keeps the
+        seq it was read at (the write has no seq until commit).
+        """
+        plan = self._open()
+        version, document = self._store._read_row(plan.space, cell_id)
+        seen = plan.reads.setdefault(cell_id, version)
+        if seen != version:
+            raise ConflictError(f"cell changed while this transaction was reading it: {cell_id}")
+        op = plan.ops.get(cell_id)
+        if op is None:
+            return document
+        if isinstance(op, Delete):
+            return None
+        if isinstance(op, Write):
+            labels = op.labels or (document.labels if document else Labels.owned_by(plan.writer))
+            return Document(values.loads(op.text), labels, version)
+        if document is None:
+            raise PreconditionFailed(f"cannot patch fields of an absent cell: {cell_id}")
+        return Document(apply_patch(cell_id, document.value, op), document.labels, version)
+
+    def write(self, cell_id: str, value: Any, labels: Labels | None = None) -> None:
+        """Replace the cell's whole value; labels None keeps the existing labels
+        (a new cell is owned by, and writable by, the writer)."""
+        self._open().ops[cell_id] = Write(values.dumps(value), labels)
+
+    def patch(
+        self, cell_id: str, set: Mapping[str, Any] | None = None, delete: Iterable[str] = ()
+    ) -> None:
+        """Set and delete fields of the object the cell holds at commit, keeping its
+        other fields; the cell must exist and hold an object."""
+        plan = self._open()
+        fields = {str(k): values.dumps(v) for k, v in (set or {}).items()}
+        removed = {str(k) for k in delete} - fields.keys()
+        op = plan.ops.get(cell_id)
+        if isinstance(op, Delete):
+            raise PreconditionFailed(
+                f"cannot patch fields of a cell this transaction deleted: {cell_id}"
+            )
+        if isinstance(op, Write):
+            patched = apply_patch(cell_id, values.loads(op.text), Patch(fields, removed))
+            plan.ops[cell_id] = Write(values.dumps(patched), op.labels)
+        elif isinstance(op, Patch):
+            op.delete = (op.delete - fields.keys()) | removed
+            for key in removed:
+                op.set.pop(key, None)
+            op.set.update(fields)
+        else:
+            plan.ops[cell_id] = Patch(fields, removed)
+
+    def delete(self, cell_id: str) -> None:
+        """Remove the cell's value; its labels stay, so only its writers may recreate it."""
+        self._open().ops[cell_id] = Delete()
+
+    def require_absent(self, cell_id: str) -> None:
+        """Fail the commit when the cell holds a value."""
+        self._open().require_absent.add(cell_id)
+
+    def require_value_hash(self, cell_id: str, expected: bytes | str) -> None:
+        """Fail the commit unless the cell's value has this value hash (raw 32 bytes,
+        or the `sha256:<hex>` content-hash form)."""
+        if isinstance(expected, str):
+            if not expected.startswith("sha256:"):
+                raise ValueError("a content hash starts with 'sha256:'")
+            expected = bytes.fromhex(expected[len("sha256:") :])
+        self._open().require_hash[cell_id] = expected
+
+    def commit(self) -> int:
+        """Apply every buffered write atomically and return the space's new sequence
+        number (or its unchanged head when nothing was written)."""
+        plan = self._open()
+        self._closed = True
+        return self._store._commit(plan)
+
+
+class Store(abc.ABC):
+    """A backend holding spaces of cells. Safe to share between threads."""
+
+    def read(self, space: str, cell_id: str) -> Document | None:
+        return self._read_row(space, cell_id)[1]
+
+    def read_many(self, space: str, cell_ids: Iterable[str]) -> dict[str, Document]:
+        """Documents of the cells that exist, by ID (for many small cells)."""
+        return dict(self.iter_many(space, cell_ids))
+
+    @abc.abstractmethod
+    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+        """(id, document) for each cell that exists, decoded one at a time, in no
+        particular order; not a snapshot: each batch of IDs is read on its own."""
+
+    def transaction(self, space: str, writer: str) -> Transaction:
+        return Transaction(self, space, writer)
+
+    @abc.abstractmethod
+    def head(self, space: str) -> int:
+        """The space's last sequence number (0 before its first write)."""
+
+    @abc.abstractmethod
+    def changes_since(self, space: str, seq: int) -> list[tuple[str, int]]:
+        """(cell id, seq) of every cell last written or deleted after seq, in seq
+        order then ID order. A cell written several times appears once, at its
+        latest seq; a deleted cell appears and reads as None."""
+
+    @abc.abstractmethod
+    def next_sequence(self, space: str, name: str) -> int:
+        """The next value (1, 2, ...) of a named counter, allocated atomically across
+        threads and processes; never repeats."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
+        """(version, document) of a cell: version 0 when never written, document
+        None when absent or deleted."""
+
+    @abc.abstractmethod
+    def _commit(self, plan: CommitPlan) -> int:
+        """Under a lock no other commit on the space can interleave with, pass the
+        current rows to resolve_commit, write its result with the next seq, and
+        return that seq; change nothing when it raises."""
+
+
+def open_store(url: str) -> Store:
+    """A store from its URL: `sqlite:///abs/path.db` or `sqlite:///:memory:`."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme == "sqlite":
+        from lib.fabric.sqlite_store import SQLiteStore
+
+        if rest == "/:memory:":
+            return SQLiteStore(":memory:")
+        if not rest.startswith("/") or rest == "/":
+            raise StoreError(
+                f"a sqlite store URL names an absolute path, like sqlite:///home/me/fabric.db: {url}",
+                code="store-url-invalid",
+            )
+        return SQLiteStore(rest)
+    raise StoreError(
+        f"unknown store URL {url!r}: use sqlite:///absolute/path/to/fabric.db",
+        code="store-url-unsupported",
+    )

@@ -1,0 +1,131 @@
+"""SQLiteStore: the store contract, plus what is particular to one SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+
+import pytest
+
+from lib.fabric.sqlite_store import SCHEMA_VERSION, SQLiteStore
+from lib.fabric.store import StoreError, open_store
+from tests.fabric.store_contract import ME, SPACE, StoreContract, put, value_of
+
+
+class TestSQLiteStoreContract(StoreContract):
+    @pytest.fixture
+    def store_url(self, tmp_path):
+        return f"sqlite:///{tmp_path}/state/fabric.db"
+
+    @pytest.fixture
+    def store(self, store_url):
+        store = open_store(store_url)
+        yield store
+        store.close()
+
+
+def test_the_store_file_and_its_new_directories_are_private(tmp_path):
+    path = tmp_path / "deep" / "state" / "fabric.db"
+    with SQLiteStore(path) as store:
+        put(store, "of:x", 1)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        for sidecar in path.parent.glob("fabric.db-*"):
+            assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+
+
+def test_the_store_file_uses_write_ahead_logging(tmp_path):
+    with SQLiteStore(tmp_path / "f.db"):
+        pass
+    conn = sqlite3.connect(tmp_path / "f.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    conn.close()
+
+
+def test_values_are_stored_as_fvj1_json_text(tmp_path):
+    from lib.hashing import UNDEFINED
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        put(store, "of:x", {"a": UNDEFINED, "b": [1]})
+    conn = sqlite3.connect(tmp_path / "f.db")
+    assert conn.execute("SELECT value FROM documents").fetchone() == (
+        '{"a":{"/Undefined@1":null},"b":[1]}',
+    )
+    conn.close()
+
+
+def test_a_store_written_by_a_newer_schema_is_refused_with_a_clear_error(tmp_path):
+    path = tmp_path / "f.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'schemaVersion'", (str(SCHEMA_VERSION + 1),)
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(path)
+    assert caught.value.code == "store-schema-too-new"
+    assert str(path) in caught.value.message and "upgrade agentctl" in caught.value.message
+
+
+def test_an_in_memory_store_is_shared_by_the_threads_of_one_store():
+    import threading
+
+    with open_store("sqlite:///:memory:") as store:
+        put(store, "of:x", 1)
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(value_of(store, "of:x")))
+        thread.start()
+        thread.join()
+        assert seen == [1]
+
+
+def test_a_closed_store_refuses_further_use(tmp_path):
+    store = SQLiteStore(tmp_path / "f.db")
+    store.close()
+    with pytest.raises(StoreError) as caught:
+        store.head(SPACE)
+    assert caught.value.code == "store-closed"
+
+
+def test_a_writer_holding_the_lock_past_the_busy_timeout_is_reported_as_busy(tmp_path):
+    path = tmp_path / "f.db"
+    store = SQLiteStore(path, busy_timeout=0.05)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError) as caught:
+            put(store, "of:x", 1)
+        assert caught.value.code == "store-busy"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    put(store, "of:x", 2)
+    assert value_of(store, "of:x") == 2
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "url, code",
+    [
+        ("postgres://db/fabric", "store-url-unsupported"),
+        ("fabric.db", "store-url-unsupported"),
+        ("sqlite://relative/fabric.db", "store-url-invalid"),
+    ],
+)
+def test_a_store_url_that_names_no_usable_store_is_refused(url, code):
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+    assert caught.value.code == code
+    assert "sqlite:///" in caught.value.message
+
+
+def test_a_write_denied_rolls_back_so_the_next_commit_proceeds(tmp_path):
+    from lib.fabric.store import Labels, WriteDenied
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        put(store, "of:q", 1, labels=Labels((ME,), ("did:key:z6MkOther",)))
+        with pytest.raises(WriteDenied):
+            put(store, "of:q", 2)
+        assert put(store, "of:y", 3) == 2
