@@ -90,7 +90,15 @@ def load_or_create_identity(path: str | os.PathLike[str]) -> Identity:
         pass
     secret_key = secrets.token_bytes(32)
     identity = Identity.from_secret_key(secret_key)
-    if _publish(path, _serialize(identity, secret_key)):
+    try:
+        published = _publish(path, _serialize(identity, secret_key))
+    except OSError as exc:
+        raise IdentityError(
+            "identity-file-uncreatable",
+            f"cannot create identity file {path} ({exc.strerror}); "
+            "make its directory writable or choose another path",
+        ) from None
+    if published:
         return identity
     return _load(path)
 
@@ -104,7 +112,7 @@ def _load(path: Path) -> Identity:
                 "identity-file-symlink",
                 f"identity file {path} is a symbolic link; replace it with the key file itself",
             ) from None
-        if exc.errno == errno.ENOENT:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # nothing there yet: create it
             raise FileNotFoundError(str(path)) from None
         raise IdentityError(
             "identity-file-unreadable",

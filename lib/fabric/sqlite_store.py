@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS sequences (
 );
 """
 
+# connections a forked child inherited; referenced forever so they are never closed
+_INHERITED: list[sqlite3.Connection] = []
+
 _UPSERT = (
     "INSERT INTO documents (space_id, cell_id, seq, labels, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (space_id, cell_id) DO UPDATE SET "
@@ -99,8 +102,10 @@ class SQLiteStore(Store):
         if self._closed:
             raise StoreError(f"store {self._path} is closed", code="store-closed")
         if self._pid != os.getpid():
-            # a forked child must not use its parent's connections: start afresh
+            # a forked child must not use, nor close, its parent's connections (closing
+            # one could checkpoint the parent's WAL): keep them unreachable, start afresh
             self._pid = os.getpid()
+            _INHERITED.extend(self._connections)
             self._local = threading.local()
             self._connections = []
         try:

@@ -168,3 +168,12 @@ def test_an_identity_file_whose_did_does_not_match_its_key_is_refused(tmp_path):
     with pytest.raises(IdentityError) as caught:
         load_or_create_identity(path)
     assert caught.value.code == "identity-file-invalid"
+
+
+def test_an_identity_that_cannot_be_created_says_where_and_why(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    path = tmp_path / "a-file" / "id.json"  # its directory cannot exist
+    with pytest.raises(IdentityError) as caught:
+        load_or_create_identity(path)
+    assert caught.value.code == "identity-file-uncreatable"
+    assert str(path) in caught.value.message

@@ -129,3 +129,28 @@ def test_a_write_denied_rolls_back_so_the_next_commit_proceeds(tmp_path):
         with pytest.raises(WriteDenied):
             put(store, "of:q", 2)
         assert put(store, "of:y", 3) == 2
+
+
+def _write_from_child(store: SQLiteStore, parent_connection_id: int) -> None:
+    put(store, "of:child", "from the forked child")
+    # sqlite connections must not cross a fork: the child's write used a new one
+    reused = id(store._local.conn) == parent_connection_id
+    store.close()
+    raise SystemExit(3 if reused else 0)
+
+
+def test_a_forked_child_uses_connections_of_its_own(tmp_path):
+    import multiprocessing
+
+    store = SQLiteStore(tmp_path / "f.db")
+    put(store, "of:parent", 1)  # the parent's connection exists before the fork
+    parent_connection_id = id(store._local.conn)
+    child = multiprocessing.get_context("fork").Process(
+        target=_write_from_child, args=(store, parent_connection_id)
+    )
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    assert value_of(store, "of:child") == "from the forked child"
+    assert put(store, "of:parent", 2) == 3
+    store.close()
