@@ -18,6 +18,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from lib.frozen import FrozenDict, has_surrogate, sorted_keys, utf8
+
 __all__ = [
     "HOLE",
     "UNDEFINED",
@@ -93,9 +95,10 @@ _END = b"\x00"
 _LONG = b"\xf0"
 _sha256 = hashlib.sha256
 
-# Encodings of strings with at most _SHORT_LIMIT characters (long ones are unique text).
+# Encodings of strings of at most _SHORT_LIMIT characters: keys and enum-like values
+# repeat a lot; longer strings are mostly unique text and are not cached.
 _str_cache: dict[str, bytes] = {}
-# Keys that hold lone surrogates: their UTF-8 order differs from code point order.
+# Strings seen holding a lone surrogate: as keys they may need UTF-8 order, not str order.
 _odd_keys: set[str] = set()
 
 
@@ -114,42 +117,29 @@ def _leb128(n: int) -> bytes:
 _SHORT_PREFIX = tuple(b"\x24" + _leb128(n) for n in range(_SHORT_LIMIT + 1))
 
 
-def _utf8(s: str) -> bytes:
-    try:
-        return s.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (json.loads can produce one): encode it the way a JavaScript
-        # TextEncoder does, as U+FFFD, so the hash matches Common Fabric's.
-        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
-
-
 def _encode_str(s: str) -> bytes:
-    raw = _utf8(s)
+    raw = utf8(s)
     n = len(raw)
     if n <= _SHORT_LIMIT:
         return _SHORT_PREFIX[n] + raw
     return _LONG + _sha256(raw).digest()
 
 
-def _str_miss(s: str) -> bytes:
-    """Encoding of a string not in the cache; caches short ones."""
+def _str_miss(s: Any) -> bytes:
+    """Encoding of a string (or key) not in the cache; caches short ones."""
     if type(s) is not str:
-        if isinstance(s, str):
-            s = str(s)
-        else:
+        if not isinstance(s, str):
             raise HashError("unsupported-value", f"object keys must be strings, not {type(s).__name__}")
+        s = str(s)
     enc = _encode_str(s)
     if len(s) <= _SHORT_LIMIT:
         if len(_str_cache) >= _CACHE_LIMIT:
             _str_cache.clear()
+            _odd_keys.clear()
         _str_cache[s] = enc
-    if not s.isascii() and _has_surrogate(s):
+    if not s.isascii() and has_surrogate(s):
         _odd_keys.add(s)
     return enc
-
-
-def _has_surrogate(s: str) -> bool:
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in s)
 
 
 def _bigint(n: int) -> bytes:
@@ -157,51 +147,95 @@ def _bigint(n: int) -> bytes:
     return b"\x26" + _leb128(width) + n.to_bytes(width, "big", signed=True)
 
 
-def _enc_int(v: int) -> bytes:
-    if -_MAX_SAFE <= v <= _MAX_SAFE:
-        return _NUM(0x23, float(v))
-    return _bigint(v)
-
-
 def _enc_float(v: float) -> bytes:
-    if v != v:
-        return _NAN
-    return _NUM(0x23, v)
+    return _NAN if v != v else _NUM(0x23, v)
 
 
 def _enc_dict(d: Mapping[Any, Any], buf: bytearray) -> None:
-    cache = _str_cache
-    buf += _OBJECT
+    if type(d) is FrozenDict:  # already in canonical key order
+        _enc_frozen(d, buf)
+        return
     try:
         keys = sorted(d)
     except TypeError:
         raise HashError("unsupported-value", "object keys must be strings") from None
+    start = len(buf)
+    _enc_keys(d, keys, buf)
     if _odd_keys and not _odd_keys.isdisjoint(keys):
-        keys.sort(key=_utf8)
-    for k in keys:
+        # a key with a lone surrogate: code point order may differ from UTF-8 order
+        ordered = sorted_keys(keys)
+        if ordered != keys:
+            del buf[start:]
+            _enc_keys(d, ordered, buf)
+
+
+# The two hot loops below share one body (leaf types inline, most frequent first, as
+# measured on Codex sessions); they differ only in how they iterate, because items() on
+# a presorted FrozenDict is several times cheaper than indexing a dict by sorted keys.
+
+
+def _enc_frozen(d: FrozenDict, buf: bytearray) -> None:
+    cache = _str_cache
+    buf += _OBJECT
+    for k, v in d.items():
         e = cache.get(k)
         if e is None:
             e = _str_miss(k)
         buf += e
-        v = d[k]
         t = type(v)
         if t is str:
             e = cache.get(v)
             if e is None:
                 e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
             buf += e
+        elif t is int:
+            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
+        elif t is FrozenDict:
+            _enc_frozen(v, buf)
         elif t is dict:
             _enc_dict(v, buf)
-        elif t is list or t is tuple:
+        elif t is tuple or t is list:
             _enc_list(v, buf)
         elif v is None:
             buf += _NULL
         elif t is bool:
             buf += _TRUE if v else _FALSE
-        elif t is int:
-            buf += _enc_int(v)
         elif t is float:
-            buf += _enc_float(v)
+            buf += _NAN if v != v else _NUM(0x23, v)
+        else:
+            _enc_other(v, buf)
+    buf += _END
+
+
+def _enc_keys(d: Mapping[Any, Any], keys: list[Any], buf: bytearray) -> None:
+    cache = _str_cache
+    buf += _OBJECT
+    for k in keys:
+        v = d[k]
+        e = cache.get(k)
+        if e is None:
+            e = _str_miss(k)
+        buf += e
+        t = type(v)
+        if t is str:
+            e = cache.get(v)
+            if e is None:
+                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+            buf += e
+        elif t is int:
+            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
+        elif t is FrozenDict:
+            _enc_frozen(v, buf)
+        elif t is dict:
+            _enc_dict(v, buf)
+        elif t is tuple or t is list:
+            _enc_list(v, buf)
+        elif v is None:
+            buf += _NULL
+        elif t is bool:
+            buf += _TRUE if v else _FALSE
+        elif t is float:
+            buf += _NAN if v != v else _NUM(0x23, v)
         else:
             _enc_other(v, buf)
     buf += _END
@@ -212,27 +246,29 @@ def _enc_list(a: Any, buf: bytearray) -> None:
     buf += _ARRAY
     holes = 0
     for v in a:
-        t = type(v)
         if holes and v is not HOLE:
             buf += b"\x01" + _leb128(holes)
             holes = 0
-        if t is dict:
-            _enc_dict(v, buf)
+        t = type(v)
+        if t is FrozenDict:
+            _enc_frozen(v, buf)
         elif t is str:
             e = cache.get(v)
             if e is None:
                 e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
             buf += e
-        elif t is list or t is tuple:
+        elif t is dict:
+            _enc_dict(v, buf)
+        elif t is int:
+            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
+        elif t is tuple or t is list:
             _enc_list(v, buf)
         elif v is None:
             buf += _NULL
         elif t is bool:
             buf += _TRUE if v else _FALSE
-        elif t is int:
-            buf += _enc_int(v)
         elif t is float:
-            buf += _enc_float(v)
+            buf += _NAN if v != v else _NUM(0x23, v)
         elif v is HOLE:
             holes += 1
         else:
@@ -255,7 +291,8 @@ def _enc_other(v: Any, buf: bytearray) -> None:
     elif isinstance(v, BigInt):
         buf += _bigint(int(v))
     elif isinstance(v, int):
-        buf += _enc_int(int(v))
+        v = int(v)
+        buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
     elif isinstance(v, float):
         buf += _enc_float(float(v))
     elif isinstance(v, str):
@@ -276,7 +313,9 @@ def _enc_other(v: Any, buf: bytearray) -> None:
 
 def _enc_value(v: Any, buf: bytearray) -> None:
     t = type(v)
-    if t is dict:
+    if t is FrozenDict:
+        _enc_frozen(v, buf)
+    elif t is dict:
         _enc_dict(v, buf)
     elif t is list or t is tuple:
         _enc_list(v, buf)

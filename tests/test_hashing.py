@@ -193,3 +193,17 @@ def test_changing_one_member_changes_the_object_hash(obj, data):
     extra = dict(obj)
     extra[key + "\x00"] = None
     assert value_hash(extra) != value_hash(obj)
+
+
+def test_keys_with_a_lone_surrogate_sort_by_their_utf8_bytes_the_first_time_too():
+    value = {"\ud801": 2, "\ue001": 1}  # U+FFFD (EF BF BD) sorts after U+E001 (EE 80 81)
+    expected = b"\x11\x24\x03\xee\x80\x81" + encode_value(1) + b"\x24\x03\xef\xbf\xbd" + encode_value(2) + b"\x00"
+    assert encode_value(value) == expected
+    assert encode_value(value) == expected
+
+
+def test_a_frozen_dict_hashes_like_the_dict_it_holds():
+    from lib.frozen import FrozenDict
+
+    d = {"b": [1, {"y": 2, "x": 1}], "a": None}
+    assert value_hash(FrozenDict(d)) == value_hash(d)
