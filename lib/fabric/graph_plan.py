@@ -1,0 +1,395 @@
+"""The stable array planner: every array element becomes a child cell (spec "Stable array cells").
+
+`plan_graph(root_cause, root_value, base_scope)` walks the value once, top down. Each
+array element gets the cause
+
+    {"agentConnector": "array-element", "scope": <scope>, "path": [<keys>], "identity": <id>}
+
+where scope is base_scope for arrays reached from the root, and the complete cause of the
+containing element for arrays inside an element (whose path restarts inside it). Arrays
+in values are replaced by arrays of Links to the child cells.
+
+Identity, decided per element from its own top-level fields:
+  1. the first of PRIMARY_FIELDS holding a usable value -> {"field": f, "value": v}
+  2. sourceId + nativeSessionId -> {"fields": {"sourceId": .., "nativeSessionId": ..}}
+  3. any SECONDARY_FIELDS present -> {"fields": {those fields}}
+  4. otherwise -> {"contentHash": content hash of the element}
+Siblings sharing a primary or pair identity with different content first add
+"secondary": {their secondary fields} (so a stable field like `part` tells them apart),
+then, if still alike, "collisionHash". Exact duplicates add "duplicate": 1, 2, ... after
+the first occurrence. Secondary fields never join an identity that is not colliding:
+`contentHash` changes whenever a row changes and would move a keyed row to a new cell.
+
+Links in the data are atomic (never split); UNDEFINED and HOLE entries stay in place,
+since a cell whose value is undefined cannot be told from an absent cell.
+
+Content hashes are the value hash of the raw element. An element that needs one is
+encoded once into a buffer that records where each nested array element starts and ends,
+so nested elements hash their slice of it instead of walking their subtree again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
+from lib.fabric.cell_id import cell_id
+from lib.fabric.values import Link
+from lib.frozen import sorted_keys
+from lib.hashing import HOLE, UNDEFINED, content_hash, digest_to_content_hash, encode_value
+
+PRIMARY_FIELDS = ("key", "id", "uuid", "commandId", "messageId", "toolCallId", "toolUseId")
+PAIR_FIELDS = ("sourceId", "nativeSessionId")
+SECONDARY_FIELDS = ("nativeSessionId", "sessionId", "part", "contentHash")
+ELEMENT_CONNECTOR = "array-element"
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+_IDENTITY_FIELDS = frozenset(PRIMARY_FIELDS + PAIR_FIELDS + SECONDARY_FIELDS)
+
+_sha256 = hashlib.sha256
+
+
+class GraphPlanError(ValueError):
+    """A value or scope the planner cannot place in cells. `code` is stable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCell:
+    id: str
+    cause: Any
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedGraph:
+    """A root cell and its array-element cells, children before the parents linking them."""
+
+    space: str
+    root: PlannedCell
+    children: tuple[PlannedCell, ...]
+
+    def cells(self) -> tuple[PlannedCell, ...]:
+        """Every cell in write order: children first, the root last."""
+        return (*self.children, self.root)
+
+    def content_hash(self) -> str:
+        """Hash of the planned graph: the root value and each child's cause and value."""
+        return content_hash(
+            {"root": self.root.value, "cells": [[c.cause, c.value] for c in self.children]}
+        )
+
+
+def plan_graph(root_cause: Any, root_value: Any, base_scope: Mapping[str, Any]) -> PlannedGraph:
+    """Plan the cells of root_value, written to the root cell named by root_cause."""
+    scope = dict(base_scope)
+    for field in ("spaceDid", "ownerDid", "agentConnector"):
+        if not isinstance(scope.get(field), str) or not scope[field]:
+            raise GraphPlanError("invalid-scope", f"a base scope names its {field}")
+    planner = _Planner(scope["spaceDid"])
+    try:
+        value = planner.convert(root_value, _Scope(scope, encode_value(scope)), ())
+    except RecursionError:
+        raise GraphPlanError("too-deep", "value is nested too deeply to plan") from None
+    root = PlannedCell(cell_id(root_cause), root_cause, value)
+    return PlannedGraph(scope["spaceDid"], root, tuple(planner.cells))
+
+
+def natural_identity(element: Any) -> dict[str, Any] | None:
+    """The identity an element's own fields give it (rules 1-3), or None."""
+    if type(element) is not dict and not _is_object(element):
+        return None
+    if _IDENTITY_FIELDS.isdisjoint(element.keys()):
+        return None  # the common case for provider events: one set test, no lookups
+    get = element.get
+    for field in PRIMARY_FIELDS:
+        v = get(field)
+        if v is not None and _usable(v):
+            return {"field": field, "value": v}
+    source, session = get("sourceId"), get("nativeSessionId")
+    if _usable(source) and _usable(session):
+        return {"fields": {"sourceId": source, "nativeSessionId": session}}
+    secondary = _secondary(element)
+    return {"fields": secondary} if secondary else None
+
+
+def _usable(v: Any) -> bool:
+    """Identity values are non-empty strings and finite numbers (never booleans)."""
+    if type(v) is str:
+        return v != ""
+    if isinstance(v, str):
+        return False  # a str subclass (an Enum member) names itself ambiguously
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, float) and math.isfinite(v)
+
+
+def _secondary(element: Any) -> dict[str, Any]:
+    get = element.get
+    return {f: get(f) for f in SECONDARY_FIELDS if _usable(get(f))}
+
+
+def _extra_secondary(element: Any, identity: dict[str, Any]) -> dict[str, Any]:
+    """Secondary fields that can tell apart elements sharing a primary or pair identity."""
+    if "field" in identity:
+        return _secondary(element)
+    if identity.get("fields", {}).keys() == set(PAIR_FIELDS):
+        return {f: v for f, v in _secondary(element).items() if f not in PAIR_FIELDS}
+    return {}  # a secondary or content-hash identity already holds them all
+
+
+def _is_object(v: Any) -> bool:
+    return type(v) is dict or (isinstance(v, Mapping) and not hasattr(v, "__fabric_json__"))
+
+
+def _is_array(v: Any) -> bool:
+    t = type(v)
+    return t is list or t is tuple or (isinstance(v, list | tuple) and not hasattr(v, "__fabric_json__"))
+
+
+class _Planner:
+    def __init__(self, space: str) -> None:
+        self.space = space
+        self.cells: list[PlannedCell] = []
+        # value hash of nested array elements met while encoding an ancestor element,
+        # by object id (every node stays alive inside the root value while planning)
+        self.digests: dict[int, bytes] = {}
+
+    def convert(self, value: Any, scope: _Scope, path: tuple[str, ...]) -> Any:
+        """value with its arrays replaced by arrays of links (the same object if none)."""
+        t = type(value)
+        if t is dict or (t is not str and _is_object(value)):
+            out: dict[str, Any] | None = None
+            nested = [k for k, v in value.items() if type(v) not in _LEAF_TYPES]
+            if len(nested) > 1:
+                nested = _sorted(nested)  # cells in the same order whatever the key order
+            for k in nested:
+                v = value[k]
+                c = self.convert(v, scope, (*path, k))
+                if c is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = c
+            if out is None:
+                return value if isinstance(value, dict) else dict(value)
+            return out
+        if t is list or t is tuple or (t is not str and _is_array(value)):
+            return self.plan_array(value, scope, path)
+        return value
+
+    def plan_array(self, items: Any, scope: _Scope, path: tuple[str, ...]) -> list[Any]:
+        identities = self.identities(items)
+        links: list[Any] = []
+        path_list = list(path)
+        # the cause's encoding, keys in order: agentConnector, identity, path, scope
+        tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
+        for item, found in zip(items, identities, strict=True):
+            if found is None:
+                links.append(item)  # HOLE or UNDEFINED stays in place
+                continue
+            identity, identity_bytes = found
+            cause = {
+                "agentConnector": ELEMENT_CONNECTOR,
+                "scope": scope.cause,
+                "path": path_list,
+                "identity": identity,
+            }
+            encoded = _CAUSE_HEAD + identity_bytes + tail
+            cid = _id_of_encoded_cause(encoded)
+            inner = _Scope(cause, encoded)
+            # children of this element are scoped by its complete cause, paths restart
+            if _is_array(item):
+                value: Any = self.plan_array(item, inner, ())
+            else:
+                value = self.convert(item, inner, ())
+            self.cells.append(PlannedCell(cid, cause, value))
+            links.append(Link(id=cid, space=self.space, path=()))
+        return links
+
+    def identities(self, items: Any) -> list[tuple[dict[str, Any], bytes] | None]:
+        """Each element's final identity and its encoding, collisions and duplicates resolved."""
+        out: list[Any] = []
+        digests: list[bytes | None] = []
+        groups: dict[bytes, list[int]] = {}
+        for i, item in enumerate(items):
+            if item is HOLE or item is UNDEFINED:
+                out.append(None)
+                digests.append(None)
+                continue
+            identity = natural_identity(item)
+            digest = None
+            if identity is None:
+                digest = self.digest(item)
+                identity = {"contentHash": digest_to_content_hash(digest)}
+            encoded = encode_value(identity)
+            out.append((identity, encoded))
+            digests.append(digest)
+            groups.setdefault(encoded, []).append(i)
+        for members in groups.values():
+            if len(members) > 1:
+                self.resolve(items, members, out, digests)
+        return out
+
+    def resolve(
+        self, items: Any, members: list[int], out: list[Any], digests: list[bytes | None]
+    ) -> None:
+        """Tell apart siblings sharing one identity: secondary, collisionHash, duplicate."""
+        for i in members:
+            if digests[i] is None:
+                digests[i] = self.digest(items[i])
+        ids = {i: out[i][0] for i in members}
+        if len({digests[i] for i in members}) > 1:
+            subgroups: dict[bytes, list[int]] = {}
+            for i in members:
+                secondary = _extra_secondary(items[i], ids[i])
+                if secondary:
+                    ids[i] = {**ids[i], "secondary": secondary}
+                subgroups.setdefault(encode_value(ids[i]), []).append(i)
+            for sub in subgroups.values():
+                if len({digests[i] for i in sub}) > 1:
+                    for i in sub:
+                        ids[i] = {**ids[i], "collisionHash": _hex(digests[i])}
+        seen: dict[bytes, int] = {}
+        for i in members:
+            d = digests[i]
+            assert d is not None
+            n = seen.get(d, 0)
+            if n:
+                ids[i] = {**ids[i], "duplicate": n}
+            seen[d] = n + 1
+        for i in members:
+            if ids[i] is not out[i][0]:
+                out[i] = (ids[i], encode_value(ids[i]))
+
+    def digest(self, item: Any) -> bytes:
+        """The value hash of an element, from the record of an ancestor's encoding if any."""
+        if not (_is_object(item) or _is_array(item)):
+            return _sha256(encode_value(item)).digest()
+        known = self.digests.pop(id(item), None)
+        if known is not None:
+            return known
+        buf = bytearray()
+        marks: list[tuple[int, int, int]] = []
+        try:
+            _encode(item, buf, marks)
+        except RecursionError:
+            raise GraphPlanError("too-deep", "value is nested too deeply to hash") from None
+        view = memoryview(buf)
+        for key, start, end in marks:
+            self.digests[key] = _sha256(view[start:end]).digest()
+        whole = _sha256(view).digest()
+        view.release()
+        return whole
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """A scope value and its encoding (the parent cause is encoded once, reused by children)."""
+
+    cause: dict[str, Any]
+    encoded: bytes
+
+
+def _hex(digest: bytes | None) -> str:
+    assert digest is not None
+    return digest_to_content_hash(digest)
+
+
+# The fixed parts of an array-element cause's encoding, and of `{"causal": cause}`.
+_CAUSE_HEAD = (
+    b"\x11" + encode_value("agentConnector") + encode_value(ELEMENT_CONNECTOR) + encode_value("identity")
+)
+_PATH_KEY = encode_value("path")
+_SCOPE_KEY = encode_value("scope")
+_CAUSAL_HEAD = b"\x11" + encode_value("causal")
+
+
+def _id_of_encoded_cause(encoded: bytes) -> str:
+    """cell_id(cause) from the cause's encoding (a test holds the two equal)."""
+    digest = _sha256(_CAUSAL_HEAD + encoded + b"\x00").digest()
+    return CELL_ID_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _leb128(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | 0x80 if n else byte)
+        if not n:
+            return bytes(out)
+
+
+def _sorted(keys: Any) -> list[str]:
+    try:
+        return sorted_keys(keys)
+    except TypeError:
+        raise GraphPlanError("unsupported-value", "object keys must be strings") from None
+
+
+_str_cache: dict[str, bytes] = {}
+
+
+def _encode_str(s: str) -> bytes:
+    """encode_value(s), remembering short strings (keys and enum-like values repeat)."""
+    e = _str_cache.get(s)
+    if e is None:
+        e = encode_value(s)
+        if len(s) <= 64:
+            if len(_str_cache) >= 1 << 16:
+                _str_cache.clear()
+            _str_cache[s] = e
+    return e
+
+
+def _encode(v: Any, buf: bytearray, marks: list[tuple[int, int, int]]) -> None:
+    """lib.hashing's byte stream for v, noting the span of every nested container element.
+
+    Scalars, keys and links go through lib.hashing.encode_value; only the container
+    framing (tags, key order, hole runs) is written here, and a test checks the result
+    against lib.hashing.value_hash.
+    """
+    t = type(v)
+    if t is dict or (t is not str and _is_object(v)):
+        buf += b"\x11"
+        for k in _sorted(v):
+            buf += _encode_str(k)
+            x = v[k]
+            if type(x) is str:
+                buf += _encode_str(x)
+            else:
+                _encode(x, buf, marks)
+        buf += b"\x00"
+    elif t is list or t is tuple or (t is not str and _is_array(v)):
+        buf += b"\x10"
+        holes = 0
+        for x in v:
+            if x is HOLE:
+                holes += 1
+                continue
+            if holes:
+                buf += b"\x01" + _leb128(holes)
+                holes = 0
+            tx = type(x)
+            if tx is str:
+                buf += _encode_str(x)
+            elif tx is dict or tx is list or tx is tuple or _is_object(x) or _is_array(x):
+                start = len(buf)
+                _encode(x, buf, marks)
+                marks.append((id(x), start, len(buf)))
+            else:
+                buf += encode_value(x)
+        if holes:
+            buf += b"\x01" + _leb128(holes)
+        buf += b"\x00"
+    else:
+        buf += encode_value(v)
