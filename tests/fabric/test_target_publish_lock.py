@@ -103,7 +103,9 @@ def test_two_threads_sharing_one_lock_object_still_take_turns(tmp_path: Path) ->
     waiting = threading.Event()
     lock.on_wait = lambda holder: waiting.set()
     order: list[str] = []
-    worker = threading.Thread(target=lambda: (lock.acquire(), order.append("second"), lock.release()))
+    worker = threading.Thread(
+        target=lambda: (lock.acquire(), order.append("second"), lock.release())
+    )
     worker.start()
     assert waiting.wait(GUARD)
     lock.release()

@@ -1,0 +1,494 @@
+"""One streaming publication: session graphs one at a time, then both indexes at once.
+
+    with target.publication() as pub:
+        pub.begin_source(descriptor, observation_sequence)
+        pub.add_prepared(prepared)            # graph written (or kept) now
+        pub.add_retained(source_id, summary)  # the host claims the published copy is current
+        pub.add_error(source_id, native_session_id, code, message)  # a failed read
+        pub.end_source(outcome)               # inventory verdict: deletions, staleness
+        summary = pub.commit()                # both indexes and the ordering, one transaction
+
+Only rows (shallow, at most 12 message previews each) stay in memory, never a
+transcript, so memory is bounded by the largest session. The publication holds the
+publish lock from creation to commit or abort; leaving the `with` block without
+committing publishes no index (graphs already written stay unreachable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from lib.fabric import session_index as idx
+from lib.fabric.index_store import IndexCells, PriorIndex, commit_indexes, read_prior
+from lib.fabric.ordering import OrderingState
+from lib.fabric.session_graph import GraphTarget, PreparedChunk, write_session_graph
+from lib.fabric.values import Link
+from lib.git_context import GitContextResolver, GitMetadata
+from lib.session_key import session_key
+from lib.types import SessionSummary, SourceDescriptor
+
+Action = Literal[
+    "written", "unchanged", "skipped-newer", "retained", "retained-unbacked", "failed"
+]
+
+
+class PreparedLike(Protocol):
+    key: str
+    source_id: str
+    native_session_id: str
+    driver: str | None
+    summary: Mapping[str, Any]
+    normalized_messages: Sequence[Any]
+    revision: str | None
+    complete: bool
+    chunks: Sequence[PreparedChunk]
+    snapshot_hash: str
+
+
+@dataclass(frozen=True)
+class PublishedOutcome:
+    key: str
+    action: Action
+    status: str | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"key": self.key, "action": self.action, "status": self.status}
+
+
+@dataclass
+class PublicationSummary:
+    generation: int
+    session_count: int
+    statuses: dict[str, str]
+    sources: list[dict[str, Any]]
+    written: int = 0
+    unchanged: int = 0
+    cells_written: int = 0
+
+
+@dataclass
+class _Source:
+    descriptor: dict[str, Any]
+    sequence: int
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    unbacked: bool = False
+    read: int = 0
+    retained: int = 0
+    ended: bool = False
+
+
+class PublicationError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Publication:
+    def __init__(
+        self,
+        *,
+        graphs: GraphTarget,
+        cells: IndexCells,
+        resolver: GitContextResolver,
+        clock: Callable[[], datetime],
+        allocate_sequence: Callable[[], int],
+        preserve_untouched_status: bool,
+        checkout_directories: Sequence[str] | None,
+        release: Callable[[], None],
+    ) -> None:
+        self._graphs = graphs
+        self._cells = cells
+        self._clock = clock
+        self._allocate = allocate_sequence
+        self._preserve = preserve_untouched_status
+        self._directories = None if checkout_directories is None else list(checkout_directories)
+        self._release = release
+        self._observation = resolver.begin_observation()
+        self._closed = False
+        self.prior: PriorIndex = read_prior(graphs, cells)
+        self._ordering = self.prior.ordering
+        self._recorded = OrderingState()
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._sources: dict[str, _Source] = {}
+        self._source_rows: dict[str, dict[str, Any]] = {}
+        self._checkouts: dict[str, GitMetadata] = {}
+        self._counts = {"written": 0, "unchanged": 0, "cells": 0}
+
+    # -- sources ---------------------------------------------------------------------
+
+    def begin_source(
+        self, descriptor: SourceDescriptor | Mapping[str, Any], observation_sequence: int | None
+    ) -> None:
+        """Start one source. Without a sequence the observation counts from now."""
+        self._check_open()
+        wire = descriptor.to_wire() if isinstance(descriptor, SourceDescriptor) else dict(descriptor)
+        sequence = observation_sequence if observation_sequence is not None else self._allocate()
+        self._sources[wire["id"]] = _Source(descriptor=wire, sequence=sequence)
+
+    def source_failed(
+        self, descriptor: SourceDescriptor | Mapping[str, Any], code: str, message: str
+    ) -> None:
+        """A source whose driver did not start: an error and an incomplete inventory."""
+        self.begin_source(descriptor, None)
+        source_id = self._source_id(descriptor)
+        self._sources[source_id].errors.append(
+            {"stage": "start", "code": code, "message": message, "nativeSessionId": None}
+        )
+        self.end_source({"sourceId": source_id, "inventoryComplete": False, "complete": False})
+
+    def end_source(self, outcome: Mapping[str, Any] | None, source_id: str | None = None) -> None:
+        """The inventory verdict of one source (a CollectionOutcome wire dict).
+
+        A complete inventory deletes the prior rows it does not list; an incomplete
+        one keeps them, and untouched ones turn stale unless statuses are preserved.
+        `outcome=None` is a targeted refresh: no verdict, the source row is kept.
+        """
+        self._check_open()
+        sid = (outcome or {}).get("sourceId") or source_id
+        if sid is None and len(self._sources) == 1:
+            sid = next(iter(self._sources))
+        source = self._sources.get(sid) if sid else None
+        if source is None:
+            raise PublicationError("source-not-begun", f"end_source for a source never begun: {sid}")
+        source.ended = True
+        if outcome is None:
+            self._refresh_source_row(sid, source)
+            return
+        for error in outcome.get("errors") or []:
+            self._record_error(source, dict(error))
+        inventory_complete = bool(outcome.get("inventoryComplete")) and not source.unbacked
+        listed = list(outcome.get("listedSessionIds") or [])
+        listed_set = set(listed)
+        now = self._now()
+        for key, prior in self.prior.rows.items():
+            if prior["sourceId"] != sid or key in self._rows:
+                continue
+            if inventory_complete and prior["nativeSessionId"] not in listed_set:
+                if self._ordering.may_delete(key, source.sequence):
+                    self._rows[key] = idx.deleted(prior, now)
+                    if prior.get("status") != "deleted":
+                        self._recorded.record_session(key, source.sequence)
+                else:
+                    self._rows[key] = dict(prior)  # a newer observation has it
+            else:
+                self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
+        if inventory_complete:
+            self._recorded.record_complete_source(sid, source.sequence)
+        self._source_rows[sid] = idx.source_row(
+            source.descriptor,
+            inventory_complete=inventory_complete,
+            complete=bool(outcome.get("complete")) and inventory_complete and not source.errors,
+            observed_at=now,
+            listed=len(listed) if listed else int(outcome.get("listed") or 0),
+            read=int(outcome.get("read") or source.read),
+            retained=int(outcome.get("retained") or source.retained),
+            errors=source.errors,
+        )
+
+    # -- sessions --------------------------------------------------------------------
+
+    def add_prepared(self, prepared: PreparedLike) -> PublishedOutcome:
+        """Publish one read session: its graph now (unless unchanged), its row at commit."""
+        self._check_open()
+        source = self._source(prepared.source_id)
+        key = prepared.key
+        prior = self.prior.rows.get(key)
+        if self._ordering.keeps_newer(key, source.sequence) or not self._ordering.may_add(
+            prepared.source_id, source.sequence, has_live_row=prior is not None and idx.is_live(prior)
+        ):
+            return self._keep_newer(key, prior)
+        source.read += 1
+        driver = prepared.driver or source.descriptor["driver"]
+        summary_wire = dict(prepared.summary)
+        metadata = self._observe(summary_wire.get("cwd"))
+        summary = idx.with_git(idx.normalized_summary(summary_wire), metadata)
+        messages = [_plain(m) for m in prepared.normalized_messages]
+        now = self._now()
+        unchanged = (
+            prior is not None
+            and prior["snapshotHash"] == prepared.snapshot_hash
+            and prior["driver"] == driver
+        )
+        if unchanged:
+            assert prior is not None
+            manifest, manifest_hash = prior["manifest"], prior["manifestHash"]
+            # the row's observedAt is when the published snapshot was read; keeping it
+            # leaves an unchanged session's row cell untouched by this publication
+            now = prior.get("observedAt") or now
+            action: Action = "unchanged"
+            self._counts["unchanged"] += 1
+        else:
+            write = write_session_graph(
+                self._graphs,
+                key=key,
+                source_id=prepared.source_id,
+                native_session_id=prepared.native_session_id,
+                driver=driver,
+                chunks=prepared.chunks,
+                manifest_fields={
+                    "metadata": summary_wire.get("raw") or {},
+                    "summary": summary,
+                    "messages": prepared.normalized_messages,
+                    "snapshot_hash": prepared.snapshot_hash,
+                    "revision": prepared.revision,
+                    "observed_at": now,
+                    "complete": prepared.complete,
+                },
+            )
+            manifest, manifest_hash = write.manifest, write.manifest_hash
+            action = "written"
+            self._counts["written"] += 1
+            self._counts["cells"] += write.cells_written
+        status = idx.read_status(prepared.complete)
+        self._rows[key] = idx.session_row(
+            key=key,
+            source_id=prepared.source_id,
+            native_session_id=prepared.native_session_id,
+            driver=driver,
+            summary=summary,
+            capabilities=source.descriptor.get("capabilities") or {},
+            messages=messages,
+            manifest=manifest,
+            snapshot_hash=prepared.snapshot_hash,
+            manifest_hash=manifest_hash,
+            status=status,
+            observed_at=now,
+        )
+        self._recorded.record_session(key, source.sequence)
+        return PublishedOutcome(key, action, status)
+
+    def add_retained(
+        self, source_id: str, summary: SessionSummary | Mapping[str, Any]
+    ) -> PublishedOutcome:
+        """A session the host retained unread, claiming its published copy is current.
+
+        A complete published copy from the same driver backs the claim: the row keeps
+        its graph and previews and takes current capabilities and Git context. Anything
+        else is an error that makes the source's inventory incomplete, and marks the
+        row (if there is one) partial, as a failed read does.
+        """
+        self._check_open()
+        source = self._source(source_id)
+        wire = summary.to_wire() if isinstance(summary, SessionSummary) else dict(summary)
+        key = session_key(source_id, wire["nativeSessionId"])
+        prior = self.prior.rows.get(key)
+        if self._ordering.keeps_newer(key, source.sequence):
+            return self._keep_newer(key, prior)
+        if prior is not None and self._backed(prior, source):
+            source.retained += 1
+            row = idx.refreshed_row(
+                prior,
+                capabilities=source.descriptor.get("capabilities") or {},
+                metadata=self._observe(wire.get("cwd") or prior.get("cwd")),
+            )
+            self._rows[key] = idx.with_status(row, "complete")
+            self._recorded.record_session(key, source.sequence)
+            return PublishedOutcome(key, "retained", "complete")
+        source.unbacked = True
+        self._record_error(
+            source,
+            {
+                "stage": "retain",
+                "code": "retained-without-published-copy",
+                "message": f"session {wire.get('nativeSessionId')} was retained unread, "
+                f"but no complete published copy backs it",
+                "nativeSessionId": wire.get("nativeSessionId"),
+            },
+        )
+        return self._mark_partial(key, prior, "retained-unbacked")
+
+    def add_error(
+        self,
+        source_id: str,
+        native_session_id: str | None,
+        code: str,
+        message: str,
+        *,
+        stage: str = "read",
+    ) -> PublishedOutcome | None:
+        """A failed read: the prior row (if any) is kept and marked partial."""
+        self._check_open()
+        source = self._source(source_id)
+        self._record_error(
+            source,
+            {"stage": stage, "code": code, "message": message, "nativeSessionId": native_session_id},
+        )
+        if not native_session_id:
+            return None
+        key = session_key(source_id, native_session_id)
+        prior = self.prior.rows.get(key)
+        if self._ordering.keeps_newer(key, source.sequence):
+            return self._keep_newer(key, prior)
+        return self._mark_partial(key, prior, "failed")
+
+    # -- commit ----------------------------------------------------------------------
+
+    def commit(self) -> PublicationSummary:
+        """Write both indexes and the ordering state in one transaction; release the lock."""
+        self._check_open()
+        try:
+            for sid, source in self._sources.items():
+                if not source.ended:
+                    self.end_source(None, sid)
+            for key, prior in self.prior.rows.items():
+                if key not in self._rows:
+                    self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
+            sources = {**{r["sourceId"]: r for r in self.prior.sources}, **self._source_rows}
+            generated_at = self._clock()
+            generation = self.prior.generation + 1
+            recent, complete = idx.index_values(
+                owner_did=self._graphs.owner,
+                generated_at=generated_at,
+                generation=generation,
+                sessions=self._rows.values(),
+                sources=sources.values(),
+                checkouts=self._checkout_rows(),
+            )
+            ordering = self._ordering.merged(self._recorded)
+            cells = commit_indexes(
+                self._graphs, self._cells, self.prior, recent, complete, ordering
+            )
+        finally:
+            self.close()
+        live = [r for r in self._rows.values() if idx.is_live(r)]
+        return PublicationSummary(
+            generation=generation,
+            session_count=len(live),
+            statuses={k: r["status"] for k, r in sorted(self._rows.items())},
+            sources=list(sources.values()),
+            written=self._counts["written"],
+            unchanged=self._counts["unchanged"],
+            cells_written=self._counts["cells"] + cells,
+        )
+
+    def close(self) -> None:
+        """Abort (when not committed) and release the publish lock."""
+        if not self._closed:
+            self._closed = True
+            self._release()
+
+    def __enter__(self) -> Publication:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PublicationError("publication-closed", "this publication is already committed or closed")
+
+    def _now(self) -> str:
+        return idx.iso(self._clock())
+
+    def _source_id(self, descriptor: SourceDescriptor | Mapping[str, Any]) -> str:
+        return descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"]
+
+    def _source(self, source_id: str) -> _Source:
+        source = self._sources.get(source_id)
+        if source is None:
+            raise PublicationError("source-not-begun", f"no begin_source for source {source_id}")
+        return source
+
+    def _observe(self, cwd: Any) -> GitMetadata | None:
+        metadata = self._observation.resolve(cwd) if isinstance(cwd, str) and cwd else None
+        if metadata is not None:
+            self._checkouts[metadata.worktree_root] = metadata
+        return metadata
+
+    def _backed(self, prior: Mapping[str, Any], source: _Source) -> bool:
+        if prior.get("driver") != source.descriptor.get("driver"):
+            return False  # a reconfigured driver: the copy is another provider's
+        if prior.get("status") == "complete":
+            return True
+        if prior.get("status") == "deleted":
+            return False
+        # stale or partial: backed when the manifest it links is itself complete
+        document = self._graphs.store.read(self._graphs.space, prior["manifest"].id)
+        return document is not None and isinstance(document.value, dict) and document.value.get("complete") is True
+
+    def _keep_newer(self, key: str, prior: Mapping[str, Any] | None) -> PublishedOutcome:
+        if prior is not None:
+            self._rows[key] = dict(prior)
+        return PublishedOutcome(key, "skipped-newer", prior.get("status") if prior else None)
+
+    def _mark_partial(
+        self, key: str, prior: Mapping[str, Any] | None, action: Action
+    ) -> PublishedOutcome:
+        if prior is None:
+            return PublishedOutcome(key, action, None)
+        self._rows[key] = idx.with_status(prior, "partial")
+        return PublishedOutcome(key, action, "partial")
+
+    def _record_error(self, source: _Source, error: dict[str, Any]) -> None:
+        marker = (error.get("code"), error.get("nativeSessionId"), error.get("message"))
+        for known in source.errors:
+            if (known.get("code"), known.get("nativeSessionId"), known.get("message")) == marker:
+                return
+        source.errors.append(error)
+
+    def _refresh_source_row(self, sid: str, source: _Source) -> None:
+        prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
+        if prior is None:
+            self._source_rows[sid] = idx.source_row(
+                source.descriptor,
+                inventory_complete=False,
+                complete=False,
+                observed_at=self._now(),
+                listed=0,
+                read=source.read,
+                retained=source.retained,
+                errors=source.errors,
+            )
+            return
+        row = dict(prior)
+        row.update(
+            driver=source.descriptor.get("driver"),
+            providerVersion=source.descriptor.get("providerVersion"),
+            capabilities=dict(source.descriptor.get("capabilities") or {}),
+        )
+        self._source_rows[sid] = row
+
+    def _checkout_rows(self) -> list[dict[str, Any]]:
+        prior = {r["root"]: r for r in self.prior.checkouts}
+        session_rows: dict[str, dict[str, Any]] = {}
+        for row in self._rows.values():
+            root = row.get("gitWorktreeRoot")
+            if not idx.is_live(row) or not isinstance(root, str) or not root or root in session_rows:
+                continue
+            metadata = self._checkouts.get(root)
+            if metadata is None and root in prior:
+                session_rows[root] = dict(prior[root])
+                continue
+            if metadata is None:
+                metadata = self._observe(root)
+            if metadata is not None and metadata.worktree_root == root:
+                session_rows[root] = idx.checkout_row(metadata, ["sessions"])
+        if self._directories is None:
+            discovery = {r: dict(row) for r, row in prior.items() if idx.has_origin(row, "discovery")}
+        else:
+            discovery = {}
+            for directory in self._directories:
+                metadata = self._observation.resolve(directory)
+                if metadata is not None:
+                    discovery[metadata.worktree_root] = idx.checkout_row(metadata, ["discovery"])
+        return idx.merge_checkouts(session_rows=session_rows, discovery_rows=discovery)
+
+
+def _plain(message: Any) -> dict[str, Any]:
+    """A normalized message as a plain dict (a model, a captured FrozenDict or a dict)."""
+    if hasattr(message, "to_wire"):
+        return message.to_wire()
+    return dict(message)
+
+
+def statuses_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    return {r["key"]: r["status"] for r in rows}
+
+
+__all__ = ["Link", "Publication", "PublicationError", "PublicationSummary", "PublishedOutcome"]

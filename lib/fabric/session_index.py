@@ -1,0 +1,330 @@
+"""Session index values: session rows, synchronization statuses, source and checkout
+rows, and the recent/all split (spec "Session indexes").
+
+Everything here is a pure function over plain dicts, so each rule can be read (and
+tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lib.fabric.schemas import SESSION_INDEX_SCHEMA
+from lib.fabric.values import Link
+from lib.git_context import GitMetadata
+from lib.git_context import iso_timestamp as iso
+
+RECENT_WINDOW = timedelta(days=7)
+MAX_RECENT_MESSAGES = 12
+MAX_SOURCE_ERRORS = 20
+
+# The normalized summary fields a row repeats (SessionSummary's, without `raw`).
+SUMMARY_FIELDS = (
+    "title",
+    "cwd",
+    "createdAt",
+    "updatedAt",
+    "archived",
+    "active",
+    "gitRepo",
+    "gitBranch",
+    "gitWorktreeRoot",
+    "startedAs",
+)
+GIT_FIELDS = ("gitRepo", "gitBranch", "gitWorktreeRoot")
+
+
+# -- session rows ----------------------------------------------------------------------
+
+
+def normalized_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The normalized summary fields of a wire summary (`raw` left out)."""
+    return {name: summary.get(name) for name in ("nativeSessionId", *SUMMARY_FIELDS)}
+
+
+def with_git(summary: Mapping[str, Any], metadata: GitMetadata | None) -> dict[str, Any]:
+    """A copy carrying the observed checkout; no observation leaves the fields as they are.
+
+    The same rule as GitObservation.enrich: observed metadata replaces all three fields
+    (a detached HEAD clears the branch), since the row describes the checkout now.
+    """
+    out = dict(summary)
+    if metadata is not None:
+        out.update(
+            gitRepo=metadata.repo,
+            gitBranch=metadata.branch,
+            gitWorktreeRoot=metadata.worktree_root,
+        )
+    return out
+
+
+def recent_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The previews a row keeps: the last MAX_RECENT_MESSAGES normalized messages."""
+    return [dict(m) for m in messages[-MAX_RECENT_MESSAGES:]]
+
+
+def session_row(
+    *,
+    key: str,
+    source_id: str,
+    native_session_id: str,
+    driver: str,
+    summary: Mapping[str, Any],
+    capabilities: Mapping[str, Any],
+    messages: Sequence[Mapping[str, Any]],
+    manifest: Link,
+    snapshot_hash: str,
+    manifest_hash: str,
+    status: str,
+    observed_at: str,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "key": key,
+        "sourceId": source_id,
+        "nativeSessionId": native_session_id,
+        "driver": driver,
+    }
+    row.update({name: summary.get(name) for name in SUMMARY_FIELDS})
+    row.update(
+        capabilities=dict(capabilities),
+        recentMessages=recent_messages(messages),
+        manifest=manifest,
+        snapshotHash=snapshot_hash,
+        manifestHash=manifest_hash,
+        status=status,
+        observedAt=observed_at,
+    )
+    return row
+
+
+def refreshed_row(
+    row: Mapping[str, Any], *, capabilities: Mapping[str, Any], metadata: GitMetadata | None
+) -> dict[str, Any]:
+    """A kept row (unchanged or retained) with current capabilities and Git context."""
+    out = with_git(row, metadata)
+    out["capabilities"] = dict(capabilities)
+    return out
+
+
+# -- synchronization statuses ----------------------------------------------------------
+
+
+def read_status(complete: bool) -> str:
+    """A read snapshot's status: complete, or partial when it reported itself incomplete."""
+    return "complete" if complete else "partial"
+
+
+def with_status(row: Mapping[str, Any], status: str) -> dict[str, Any]:
+    """row with a live status (deletedAt only belongs to deleted rows)."""
+    out = dict(row)
+    out["status"] = status
+    out.pop("deletedAt", None)
+    return out
+
+
+def deleted(row: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """A row a complete inventory no longer lists; an already deleted row keeps its time."""
+    if row.get("status") == "deleted" and row.get("deletedAt"):
+        return dict(row)
+    out = dict(row)
+    out.update(status="deleted", deletedAt=at)
+    return out
+
+
+def untouched(row: Mapping[str, Any], *, preserve_status: bool) -> dict[str, Any]:
+    """A prior row this publication did not observe: stale, unless statuses are preserved.
+
+    Deleted rows stay deleted either way: nothing observed them again.
+    """
+    if preserve_status or row.get("status") == "deleted":
+        return dict(row)
+    return with_status(row, "stale")
+
+
+def is_live(row: Mapping[str, Any]) -> bool:
+    return row.get("status") != "deleted"
+
+
+# -- the recent window and row order -------------------------------------------------
+
+
+def parse_time(text: Any) -> datetime | None:
+    """An ISO timestamp as an aware datetime (naive means UTC); None when unreadable."""
+    if type(text) is not str or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def row_time(row: Mapping[str, Any]) -> datetime | None:
+    """When the session last changed: updatedAt, else createdAt."""
+    return parse_time(row.get("updatedAt")) or parse_time(row.get("createdAt"))
+
+
+def is_recent(row: Mapping[str, Any], generated_at: datetime) -> bool:
+    """Live and updated within RECENT_WINDOW of the index's generation time."""
+    moment = row_time(row)
+    return is_live(row) and moment is not None and generated_at - moment <= RECENT_WINDOW
+
+
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def row_order(row: Mapping[str, Any]) -> tuple[float, str]:
+    """Newest first, then by key in code point order (never locale order)."""
+    moment = row_time(row) or _EPOCH
+    return (-moment.timestamp(), row["key"])
+
+
+# -- source rows -----------------------------------------------------------------------
+
+
+def source_row(
+    source: Mapping[str, Any],
+    *,
+    inventory_complete: bool,
+    complete: bool,
+    observed_at: str,
+    listed: int,
+    read: int,
+    retained: int,
+    errors: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One source's status in this publication. `source` is a SourceDescriptor wire dict.
+
+    `id` repeats the source ID so the row keeps one stable array cell across
+    publications (without it the row's identity would be a content hash).
+    """
+    return {
+        "id": source["id"],
+        "sourceId": source["id"],
+        "driver": source.get("driver"),
+        "providerVersion": source.get("providerVersion"),
+        "capabilities": dict(source.get("capabilities") or {}),
+        "inventoryComplete": inventory_complete,
+        "complete": complete,
+        "observedAt": observed_at,
+        "listed": listed,
+        "read": read,
+        "retained": retained,
+        "errorCount": len(errors),
+        "errors": [error_entry(e) for e in errors[:MAX_SOURCE_ERRORS]],
+    }
+
+
+def error_entry(error: Mapping[str, Any]) -> dict[str, Any]:
+    entry = {
+        "code": error.get("code"),
+        "message": error.get("message"),
+        "nativeSessionId": error.get("nativeSessionId"),
+    }
+    if error.get("stage"):
+        entry["stage"] = error["stage"]
+    return entry
+
+
+# -- checkout rows ---------------------------------------------------------------------
+
+
+def checkout_row(metadata: GitMetadata, origins: Iterable[str]) -> dict[str, Any]:
+    """One worktree: root, branch, commit, selected remote, every remote, observation time.
+
+    `id` repeats the root so the row keeps one stable array cell (see source_row).
+    """
+    return {
+        "id": metadata.worktree_root,
+        "root": metadata.worktree_root,
+        "branch": metadata.branch,
+        "commit": metadata.commit,
+        "repo": metadata.repo,
+        "remotes": [r.to_wire() for r in metadata.remotes],
+        "observedAt": metadata.observed_at,
+        "origins": sorted(set(origins)),
+    }
+
+
+def merge_checkouts(
+    *,
+    session_rows: Mapping[str, Mapping[str, Any]],
+    discovery_rows: Mapping[str, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """One row per root, origins joined, sorted by root.
+
+    `session_rows` are the checkouts live sessions name; `discovery_rows` the ones a
+    filesystem scan found (this publication's scan, or the prior discovery rows). Where
+    both know a root, the session observation (made in this publication) wins.
+    """
+    merged: dict[str, dict[str, Any]] = {}
+    for root, row in discovery_rows.items():
+        merged[root] = {**row, "origins": ["discovery"]}
+    for root, row in session_rows.items():
+        origins = {"sessions"} | ({"discovery"} if root in merged else set())
+        merged[root] = {**row, "origins": sorted(origins)}
+    return [merged[root] for root in sorted(merged)]
+
+
+def has_origin(row: Mapping[str, Any], origin: str) -> bool:
+    origins = row.get("origins")
+    return isinstance(origins, list) and origin in origins
+
+
+# -- index values ----------------------------------------------------------------------
+
+
+def index_values(
+    *,
+    owner_did: str,
+    generated_at: datetime,
+    generation: int,
+    sessions: Iterable[Mapping[str, Any]],
+    sources: Iterable[Mapping[str, Any]],
+    checkouts: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The recent and complete index values for one generation.
+
+    Recent: live rows updated within seven days. All: every live row and the retained
+    deleted rows. Both carry the same counts, sources and checkouts.
+    """
+    rows = sorted(sessions, key=row_order)
+    live = [r for r in rows if is_live(r)]
+    recent = [r for r in live if is_recent(r, generated_at)]
+    source_rows = sorted(sources, key=lambda r: r["sourceId"])
+    stamp = iso(generated_at)
+
+    def value(bucket: str, chosen: list[Mapping[str, Any]]) -> dict[str, Any]:
+        return {
+            "schema": SESSION_INDEX_SCHEMA,
+            "ownerDid": owner_did,
+            "bucket": bucket,
+            "generatedAt": stamp,
+            "generation": generation,
+            "sessionCount": len(live),
+            "olderSessionCount": len(live) - len(recent),
+            "sources": [dict(r) for r in source_rows],
+            "sessions": [dict(r) for r in chosen],
+            "checkouts": [dict(r) for r in checkouts],
+        }
+
+    return value("recent", recent), value("all", rows)
+
+
+def empty_index_value(owner_did: str, bucket: str, generated_at: datetime) -> dict[str, Any]:
+    """The value open() initialises an absent index root with (generation 0)."""
+    return {
+        "schema": SESSION_INDEX_SCHEMA,
+        "ownerDid": owner_did,
+        "bucket": bucket,
+        "generatedAt": iso(generated_at),
+        "generation": 0,
+        "sessionCount": 0,
+        "olderSessionCount": 0,
+        "sources": [],
+        "sessions": [],
+        "checkouts": [],
+    }
+

@@ -1,0 +1,328 @@
+"""FabricTarget: the connector's cells in one space (spec "Fabric connection and target").
+
+    target = FabricTarget.open(store, space=space_did, owner=did, store_url=url)
+    sequence = target.begin_session_observation()      # before the first provider read
+    with target.publication() as pub:                  # streaming, see publication.py
+        ...
+        pub.commit()
+    target.publish(collected_sources, observation_sequence=sequence)   # materialised form
+    target.refresh_session(driver, native_session_id)  # one session, statuses preserved
+    target.publish_health({...})
+
+Mutations are serialised by the publish lock: one object per target (threads of this
+process take turns) backed by a file lock (processes take turns). A publication holds
+it from creation to commit or close, in the thread that created it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lib.fabric import session_index as idx
+from lib.fabric.cell_id import (
+    all_session_index_cause,
+    cell_id,
+    health_cause,
+    receipts_cause,
+    recent_session_index_cause,
+)
+from lib.fabric.graph_commit import commit_graph
+from lib.fabric.graph_plan import plan_graph
+from lib.fabric.index_store import IndexCells, read_complete_index
+from lib.fabric.ordering import SEQUENCE_NAME
+from lib.fabric.publication import Publication, PublishedOutcome
+from lib.fabric.publish_lock import DEFAULT_TIMEOUT_SECONDS, PublishLock
+from lib.fabric.schemas import (
+    COMMAND_RECEIPTS_SCHEMA,
+    HEALTH_ARRAY_SCOPE,
+    HEALTH_SCHEMA,
+    parse_session_index,
+    scope,
+)
+from lib.fabric.session_graph import GraphTarget
+from lib.fabric.store import ConflictError, Labels, Store
+from lib.git_context import GitContextResolver
+from lib.session_key import session_key
+
+_OPEN_ATTEMPTS = 3
+
+
+class TargetError(Exception):
+    """A target that cannot be used as asked. `code` is stable, `message` for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class PublishedSession:
+    """What a host needs to claim a published copy is current (retain predicate)."""
+
+    key: str
+    source_id: str
+    native_session_id: str
+    driver: str
+    updated_at: str | None
+    archived: bool | None
+    active: bool | None
+    status: str
+    started_as: str | None
+    snapshot_hash: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "sourceId": self.source_id,
+            "nativeSessionId": self.native_session_id,
+            "driver": self.driver,
+            "updatedAt": self.updated_at,
+            "archived": self.archived,
+            "active": self.active,
+            "status": self.status,
+            "startedAs": self.started_as,
+            "snapshotHash": self.snapshot_hash,
+        }
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class FabricTarget:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        space: str,
+        owner: str,
+        writer: str | None = None,
+        store_url: str = "",
+        clock: Callable[[], datetime] | None = None,
+        resolver: GitContextResolver | None = None,
+        lock_directory: Path | None = None,
+        lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        on_lock_wait: Callable[[dict[str, Any] | None], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.space = space
+        self.owner = owner
+        self.writer = writer or owner
+        self.labels = Labels((owner,), (self.writer,))
+        self.clock = clock or _utc_now
+        self.resolver = resolver or GitContextResolver()
+        self.cells = IndexCells.of(space, owner)
+        self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
+        self.lock = PublishLock(
+            store_url or f"store:{id(store)}",
+            space,
+            directory=lock_directory,
+            timeout=lock_timeout,
+            on_wait=on_lock_wait,
+        )
+
+    # -- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, store: Store, **options: Any) -> FabricTarget:
+        """A target whose index, health and receipt roots exist with owner protection.
+
+        Absent roots are created together in one transaction (each required absent);
+        a present root whose labels are not the owner's (confidentiality) and this
+        writer's (integrity) is rejected with `unprotected-root`, never adopted.
+        """
+        target = cls(store, **options)
+        target._initialise_roots()
+        return target
+
+    def _root_values(self) -> dict[str, Any]:
+        now = self.clock()
+        return {
+            self.cells.recent: idx.empty_index_value(self.owner, "recent", now),
+            self.cells.all: idx.empty_index_value(self.owner, "all", now),
+            self.health_cell_id(): {"schema": HEALTH_SCHEMA, "ownerDid": self.owner},
+            self.receipt_cell_id(): {
+                "schema": COMMAND_RECEIPTS_SCHEMA,
+                "updatedAt": idx.iso(now),
+                "receipts": [],
+            },
+        }
+
+    def _initialise_roots(self) -> None:
+        with self.lock:
+            for attempt in range(_OPEN_ATTEMPTS):
+                try:
+                    with self.store.transaction(self.space, self.writer) as tx:
+                        for cell, initial in self._root_values().items():
+                            document = tx.read(cell)
+                            if document is None:
+                                tx.require_absent(cell)
+                                tx.write(cell, initial, self.labels)
+                            elif not self._protected(document.labels):
+                                raise TargetError(
+                                    "unprotected-root",
+                                    f"root cell {cell} exists without the owner's protection "
+                                    f"(confidentiality {list(document.labels.confidentiality)}, "
+                                    f"integrity {list(document.labels.integrity)}); "
+                                    f"it is not adopted",
+                                )
+                        tx.commit()
+                    return
+                except ConflictError:
+                    # another process initialised a root meanwhile: check again
+                    if attempt == _OPEN_ATTEMPTS - 1:
+                        raise
+
+    def _protected(self, labels: Labels) -> bool:
+        return (
+            set(labels.confidentiality) == {self.owner}
+            and self.writer in labels.integrity
+            and set(labels.integrity) <= {self.owner, self.writer}
+        )
+
+    # -- cell identities ---------------------------------------------------------------
+
+    def recent_index_id(self) -> str:
+        return cell_id(recent_session_index_cause(self.space, self.owner))
+
+    def all_index_id(self) -> str:
+        return cell_id(all_session_index_cause(self.space, self.owner))
+
+    def health_cell_id(self) -> str:
+        return cell_id(health_cause(self.space, self.owner))
+
+    def receipt_cell_id(self) -> str:
+        """The receipt index cell ID (without any link prefix)."""
+        return cell_id(receipts_cause(self.space, self.owner))
+
+    # -- orchestration -----------------------------------------------------------------
+
+    def begin_session_observation(self) -> int:
+        """The ordering value a full collection records before its first provider read."""
+        return self.store.next_sequence(self.space, SEQUENCE_NAME)
+
+    def published_sessions(self) -> dict[str, PublishedSession]:
+        """Every session of the complete index, by key, without reading transcripts."""
+        value, _ = read_complete_index(self.graphs, self.cells)
+        if value is None:
+            return {}
+        parsed = parse_session_index(value, bucket="all")
+        return {
+            row["key"]: PublishedSession(
+                key=row["key"],
+                source_id=row["sourceId"],
+                native_session_id=row["nativeSessionId"],
+                driver=row["driver"],
+                updated_at=row.get("updatedAt"),
+                archived=row.get("archived"),
+                active=row.get("active"),
+                status=row["status"],
+                started_as=row.get("startedAs"),
+                snapshot_hash=row["snapshotHash"],
+            )
+            for row in parsed.sessions
+        }
+
+    def publication(
+        self,
+        *,
+        preserve_untouched_status: bool = False,
+        checkout_directories: Sequence[str] | None = None,
+    ) -> Publication:
+        """A streaming publication holding the publish lock until commit or close.
+
+        `checkout_directories`: None keeps the prior discovery checkout rows; a list
+        (even empty) is a complete filesystem scan and replaces them.
+        """
+        self.lock.acquire()
+        try:
+            return Publication(
+                graphs=self.graphs,
+                cells=self.cells,
+                resolver=self.resolver,
+                clock=self.clock,
+                allocate_sequence=self.begin_session_observation,
+                preserve_untouched_status=preserve_untouched_status,
+                checkout_directories=checkout_directories,
+                release=self.lock.release,
+            )
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def publish(
+        self,
+        collected: Iterable[Any],
+        *,
+        observation_sequence: int | None = None,
+        preserve_untouched_status: bool = False,
+        checkout_directories: Sequence[str] | None = None,
+    ) -> int:
+        """Publish materialised CollectedSources; returns the number of live sessions."""
+        from lib.prepare import prepare_session
+
+        with self.publication(
+            preserve_untouched_status=preserve_untouched_status,
+            checkout_directories=checkout_directories,
+        ) as pub:
+            for source in collected:
+                source_id = source.source.id
+                pub.begin_source(source.source, observation_sequence)
+                for snapshot in source.snapshots:
+                    pub.add_prepared(prepare_session(source_id, snapshot, driver=source.source.driver))
+                for summary in source.retained:
+                    pub.add_retained(source_id, summary)
+                for error in source.outcome.errors:
+                    if error.stage == "read":
+                        pub.add_error(source_id, error.native_session_id, error.code, error.message)
+                pub.end_source(source.outcome.to_wire())
+            return pub.commit().session_count
+
+    def refresh_session(self, driver: Any, native_session_id: str) -> PublishedOutcome:
+        """Read and publish one session without changing untouched statuses.
+
+        The sequence is allocated before the read, so a full collection that began
+        earlier and finishes later cannot overwrite what this refresh publishes.
+        """
+        from lib.drivers.base import DriverError
+        from lib.prepare import prepare_session
+
+        sequence = self.begin_session_observation()
+        source = driver.source
+        try:
+            snapshot = driver.read_session(native_session_id)
+            prepared = prepare_session(source.id, snapshot, driver=source.driver)
+            failure = None
+        except DriverError as exc:
+            failure = exc
+        with self.publication(preserve_untouched_status=True) as pub:
+            pub.begin_source(source, sequence)
+            if failure is not None:
+                outcome = pub.add_error(
+                    source.id, native_session_id, failure.code or "read-failed", failure.message
+                )
+                assert outcome is not None
+            else:
+                outcome = pub.add_prepared(prepared)
+            pub.end_source(None, source.id)
+            pub.commit()
+        return outcome
+
+    def publish_health(self, value: Mapping[str, Any]) -> None:
+        """Replace the health record with a host-defined value under the health schema."""
+        record = {**dict(value), "schema": HEALTH_SCHEMA, "ownerDid": self.owner}
+        graph = plan_graph(
+            health_cause(self.space, self.owner),
+            record,
+            scope(self.space, self.owner, HEALTH_ARRAY_SCOPE),
+        )
+        with self.lock:
+            commit_graph(self.store, self.space, self.writer, self.labels, graph)
+
+    def session_key(self, source_id: str, native_session_id: str) -> str:
+        return session_key(source_id, native_session_id)
