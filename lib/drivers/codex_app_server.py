@@ -1,0 +1,315 @@
+"""The Codex driver: inventory, reads and commands over a real `codex app-server`.
+
+One child process per started driver (see `codex_launch` for how it is launched and
+`jsonrpc_transport` for the wire). Inventory lists active threads, then archived ones,
+with every model provider and source kind (Codex hides other providers and
+non-interactive sources by default). Prompts resume the thread, start a turn and wait
+for that turn's `turn/completed`; approval requests are declined, because the connector
+has no one to ask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import threading
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
+from lib.drivers.codex_launch import plan_launch, start_daemon
+from lib.drivers.codex_threads import (
+    next_cursor,
+    parse_cursor,
+    snapshot_from_read,
+    summary_from_thread,
+)
+from lib.drivers.jsonrpc_transport import JsonRpcTransport, RpcError, TransportClosed
+from lib.types import (
+    AgentSourceConfig,
+    CommandError,
+    CommandExecutionOptions,
+    CommandExecutionResult,
+    DriverCapabilities,
+    NativeSessionSnapshot,
+    PromptInput,
+    SessionPage,
+)
+
+SOURCE_KINDS = [
+    "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
+    "subAgentThreadSpawn", "subAgentOther", "unknown",
+]
+PAGE_SIZE = 100  # the most one thread/list returns
+NO_TURNS_YET = "list_turns is not supported yet"
+# Server requests that ask a person to approve something, and the answer that declines.
+DECLINES: dict[str, Any] = {
+    "item/commandExecution/requestApproval": {"decision": "decline"},
+    "item/fileChange/requestApproval": {"decision": "decline"},
+    "item/permissions/requestApproval": {"permissions": {}, "scope": "turn"},
+    "execCommandApproval": {"decision": {"denied": {"rejection": "declined by agentctl"}}},
+    "applyPatchApproval": {"decision": {"denied": {"rejection": "declined by agentctl"}}},
+}
+
+
+@dataclass
+class _Prompt:
+    """A connector-owned prompt: starting until Codex names its turn, then running."""
+
+    turn_id: str | None = None
+
+
+def _client_version() -> str:
+    try:
+        return metadata.version("agentctl")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+class CodexAppServerDriver(AgentDriver):
+    driver_kind = "codex-app-server"
+
+    def __init__(self, config: AgentSourceConfig, *, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(config)
+        self.page_size = page_size
+        self._transport = JsonRpcTransport(on_server_request=self._answer_server_request)
+        self._lock = threading.Lock()
+        self._prompts: dict[str, _Prompt] = {}
+
+    def initial_capabilities(self) -> DriverCapabilities:
+        return DriverCapabilities(
+            list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
+        )
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self, signal: CancelSignal | None = None) -> None:
+        launch = plan_launch(self.config)
+        start_daemon(launch, signal)
+        try:
+            self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd,
+                                  framing=launch.framing, signal=signal)
+        except FileNotFoundError:
+            raise DriverUnavailable(
+                "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"
+            ) from None
+        except PermissionError:
+            raise DriverUnavailable(
+                "program-not-found", f"cannot run {launch.argv[0]!r}: not executable (source {self.source.id})"
+            ) from None
+        except TransportClosed as exc:
+            raise DriverError("start-failed", f"{exc.message} (source {self.source.id})") from None
+        try:
+            answer = self._transport.request(
+                "initialize",
+                {
+                    "clientInfo": {"name": "agentctl", "title": "agentctl", "version": _client_version()},
+                    "capabilities": {"experimentalApi": False},
+                },
+                signal=signal,
+            )
+            self._transport.notify("initialized")
+        except TransportClosed as exc:
+            self._transport.stop()
+            raise DriverError("start-failed", f"{exc.message} (source {self.source.id})") from None
+        except BaseException:
+            self._transport.stop()
+            raise
+        agent = answer.get("userAgent") if isinstance(answer, dict) else None
+        match = re.match(r"[^/\s]+/(\S+)", agent or "")
+        self.source.provider_version = match.group(1) if match else None
+
+    def stop(self) -> None:
+        self._transport.stop()
+
+    @property
+    def transport(self) -> JsonRpcTransport:
+        """The JSON-RPC connection to the child (for diagnostics and tests)."""
+        return self._transport
+
+    # -- inventory and reads ---------------------------------------------------------
+
+    def list_sessions(self, cursor: str | None = None) -> SessionPage:
+        archived, provider_cursor = parse_cursor(cursor)
+        result = self._call("thread/list", {
+            "limit": self.page_size,
+            "cursor": provider_cursor,
+            "archived": archived,
+            "sortKey": "created_at",
+            "sortDirection": "desc",
+            "modelProviders": [],  # empty = every provider; omitted = only the configured one
+            "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
+        })
+        owned = self._owned_threads()
+        sessions = [
+            summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
+            for thread in result.get("data") or []
+            if isinstance(thread, dict) and thread.get("id")
+        ]
+        return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+
+    def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
+        # Captured before the read: a prompt running when the read began is reported active.
+        owned = native_session_id in self._owned_threads()
+        params = {"threadId": native_session_id, "includeTurns": True}
+        try:
+            result = self._call("thread/read", params)
+            with_turns = True
+        except RpcError as exc:
+            # A paginated thread with no turn yet cannot list turns; it has nothing to list.
+            if exc.rpc_code != -32601 or NO_TURNS_YET not in exc.message:
+                raise
+            result = self._call("thread/read", {"threadId": native_session_id, "includeTurns": False})
+            with_turns = False
+        return snapshot_from_read(result, with_turns=with_turns, active_override=owned)
+
+    # -- commands --------------------------------------------------------------------
+
+    def prompt(
+        self,
+        native_session_id: str,
+        input: PromptInput,
+        options: CommandExecutionOptions | None = None,
+    ) -> CommandExecutionResult:
+        options = options or CommandExecutionOptions()
+        prompt = _Prompt()
+        with self._lock:
+            if native_session_id in self._prompts:
+                # Codex folds a second turn/start into the running turn (same turn id), so
+                # the two prompts' outcomes could not be told apart.
+                return CommandExecutionResult.failure(
+                    "needs-confirmation", "prompt-in-progress",
+                    f"a prompt from this connector is still running on session {native_session_id}",
+                )
+            self._prompts[native_session_id] = prompt
+        try:
+            return self._run_prompt(native_session_id, input.text, prompt, options)
+        finally:
+            with self._lock:
+                self._prompts.pop(native_session_id, None)
+
+    def _run_prompt(
+        self, thread_id: str, text: str, prompt: _Prompt, options: CommandExecutionOptions
+    ) -> CommandExecutionResult:
+        turn_params: dict[str, Any] = {
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": text, "text_elements": []}],
+        }
+        if self.config.allow_danger_full_access:
+            turn_params["approvalPolicy"] = "never"
+            turn_params["sandboxPolicy"] = {"type": "dangerFullAccess"}
+        try:
+            # The process must load the thread before it can start a turn on it.
+            self._transport.request("thread/resume", {"threadId": thread_id})
+        except RpcError as exc:
+            return CommandExecutionResult.failure("failed", "provider-error", exc.message)
+        except TransportClosed as exc:  # no turn was asked for yet: provably not started
+            return CommandExecutionResult.failure("failed", exc.code, exc.message, retryable=True)
+        try:
+            started = self._transport.request("turn/start", turn_params)
+        except RpcError as exc:
+            return CommandExecutionResult.failure("failed", "provider-error", exc.message)
+        except TransportClosed as exc:
+            return _closed(exc, "turn/start")
+        turn = started.get("turn") if isinstance(started, dict) else None
+        turn_id = turn.get("id") if isinstance(turn, dict) else None
+        if not isinstance(turn_id, str):
+            return CommandExecutionResult.failure(
+                "unknown", "provider-error", "turn/start answered without a turn id"
+            )
+        with self._lock:
+            prompt.turn_id = turn_id
+        if options.on_cancellation_ready is not None:
+            options.on_cancellation_ready()
+        if options.on_session_active is not None:
+            _call_and_await(options.on_session_active)
+        try:
+            done = self._transport.wait_for_notification(
+                lambda note: note.get("method") == "turn/completed"
+                and note["params"]["threadId"] == thread_id
+                and note["params"]["turn"]["id"] == turn_id
+            )
+        except TransportClosed as exc:
+            result = _lost(exc, "the turn")
+            result.provider_operation_id = turn_id
+            return result
+        final = done["params"]["turn"]
+        status = final.get("status")
+        details = {"turnId": turn_id, "status": status}
+        if status == "completed":
+            return CommandExecutionResult(status="succeeded", provider_operation_id=turn_id, result=details)
+        error = final.get("error") if isinstance(final.get("error"), dict) else {}
+        message = error.get("message") or f"turn {turn_id} ended {status}"
+        return CommandExecutionResult(
+            status="failed", provider_operation_id=turn_id, result=details,
+            error=CommandError(code=f"turn-{status}", message=str(message)),
+        )
+
+    def cancel(self, native_session_id: str) -> CommandExecutionResult:
+        with self._lock:
+            prompt = self._prompts.get(native_session_id)
+            turn_id = prompt.turn_id if prompt else None
+        if turn_id is None:
+            return CommandExecutionResult.failure(
+                "failed", "no-active-turn",
+                f"no turn started by this connector is running on session {native_session_id}",
+            )
+        try:
+            self._transport.request("turn/interrupt", {"threadId": native_session_id, "turnId": turn_id})
+        except RpcError as exc:
+            return CommandExecutionResult.failure("failed", "provider-error", exc.message)
+        except TransportClosed as exc:
+            return _closed(exc, "turn/interrupt")
+        return CommandExecutionResult(status="succeeded", provider_operation_id=turn_id)
+
+    def rename_session(self, native_session_id: str, title: str) -> CommandExecutionResult:
+        try:
+            self._transport.request("thread/name/set", {"threadId": native_session_id, "name": title})
+        except RpcError as exc:
+            return CommandExecutionResult.failure("failed", "provider-error", exc.message)
+        except TransportClosed as exc:
+            return _closed(exc, "thread/name/set")
+        return CommandExecutionResult(status="succeeded", result={"title": title})
+
+    # -- internals -------------------------------------------------------------------
+
+    def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        result = self._transport.request(method, params)
+        if not isinstance(result, dict):
+            raise DriverError("provider-error", f"{method} answered with {type(result).__name__}, not an object")
+        return result
+
+    def _owned_threads(self) -> set[str]:
+        with self._lock:
+            return {thread for thread, prompt in self._prompts.items() if prompt.turn_id}
+
+    def _answer_server_request(self, method: str, params: Any) -> Any:
+        if method in DECLINES:
+            return DECLINES[method]
+        raise RpcError(-32601, f"{method} is not supported by agentctl")
+
+
+def _lost(exc: TransportClosed, what: str) -> CommandExecutionResult:
+    return CommandExecutionResult.failure(
+        "unknown", "transport-lost",
+        f"lost contact with codex app-server after sending {what}, so whether it took effect "
+        f"is unknown: {exc.message}",
+    )
+
+
+def _closed(exc: TransportClosed, what: str) -> CommandExecutionResult:
+    """A sent request may have taken effect (unknown); an unsent one did not (failed)."""
+    if exc.sent:
+        return _lost(exc, what)
+    return CommandExecutionResult.failure("failed", exc.code, exc.message, retryable=True)
+
+
+def _call_and_await(callback: Any) -> None:
+    outcome = callback()
+    if inspect.isawaitable(outcome):
+        async def wait() -> None:
+            await outcome
+
+        asyncio.run(wait())

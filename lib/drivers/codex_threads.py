@@ -1,0 +1,182 @@
+"""Codex thread objects to provider-neutral summaries, snapshots and cursors.
+
+Event unit: one native event per Codex *turn*, kept whole (its items, status, error,
+times). A turn is the provider's own unit of history with a stable id, and a new prompt
+appends one turn without touching earlier ones, so earlier event chunks keep their hashes.
+Items are not events of their own: legacy threads number them `item-1`, `item-2`, ...
+when read, and a turn's items only make sense with its status.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from lib.drivers.base import DriverError
+from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary, preview
+
+ACTIVE_PREFIX = "active:"
+ARCHIVED_PREFIX = "archived:"
+ARCHIVED_START = ARCHIVED_PREFIX
+INACTIVE_STATUSES = {"idle", "notLoaded", "systemError"}
+TOOL_ITEMS = {
+    "commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "collabAgentToolCall",
+    "webSearch", "imageView", "imageGeneration", "functionCallOutput",
+}
+
+
+def parse_cursor(cursor: str | None) -> tuple[bool, str | None]:
+    """(archived listing?, provider cursor) for one of our cursors; DriverError otherwise.
+
+    None starts the active listing; `active:<c>` continues it; `archived:` starts the
+    archived listing and `archived:<c>` continues it.
+    """
+    if cursor is None:
+        return False, None
+    if cursor.startswith(ACTIVE_PREFIX) and len(cursor) > len(ACTIVE_PREFIX):
+        return False, cursor[len(ACTIVE_PREFIX) :]
+    if cursor.startswith(ARCHIVED_PREFIX):
+        return True, cursor[len(ARCHIVED_PREFIX) :] or None
+    raise DriverError(
+        "invalid-cursor",
+        f"cursor {cursor!r} is not one this driver made: expected 'active:<cursor>', "
+        f"'archived:' or 'archived:<cursor>'",
+    )
+
+
+def next_cursor(archived: bool, provider_cursor: str | None) -> str | None:
+    if provider_cursor:
+        return (ARCHIVED_PREFIX if archived else ACTIVE_PREFIX) + provider_cursor
+    return None if archived else ARCHIVED_START
+
+
+def iso_time(value: Any) -> str | None:
+    """Epoch seconds (or milliseconds, when > 1e11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    seconds = value / 1000 if abs(value) > 1e11 else value
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def lifecycle_active(thread: dict[str, Any]) -> bool | None:
+    status = thread.get("status")
+    kind = status.get("type") if isinstance(status, dict) else status
+    if kind == "active":
+        return True
+    if kind in INACTIVE_STATUSES:
+        return False
+    return None
+
+
+def _title(thread: dict[str, Any]) -> str | None:
+    name = thread.get("name")
+    if isinstance(name, str) and name.strip():
+        return preview(name.strip())
+    text = thread.get("preview")
+    if isinstance(text, str) and text.strip():
+        return preview(text.strip().splitlines()[0])
+    return None
+
+
+def summary_from_thread(
+    thread: dict[str, Any], *, archived: bool | None, active_override: bool = False
+) -> SessionSummary:
+    """`archived` is the thread's own field when present, else what the caller knows."""
+    raw = {key: value for key, value in thread.items() if key != "turns"}
+    own_archived = thread.get("archived")
+    cwd = thread.get("cwd")
+    return SessionSummary(
+        native_session_id=str(thread["id"]),
+        title=_title(thread),
+        cwd=cwd if isinstance(cwd, str) else None,
+        created_at=iso_time(thread.get("createdAt")),
+        updated_at=iso_time(thread.get("updatedAt")),
+        archived=own_archived if isinstance(own_archived, bool) else archived,
+        active=True if active_override else lifecycle_active(thread),
+        raw=raw,
+    )
+
+
+def _item_text(item: dict[str, Any]) -> str:
+    kind = item.get("type")
+    if kind == "userMessage":
+        parts = item.get("content") or []
+        return "\n".join(
+            part.get("text", "") for part in parts if isinstance(part, dict) and part.get("type") == "text"
+        )
+    if kind in ("agentMessage", "plan"):
+        return str(item.get("text") or "")
+    if kind == "reasoning":
+        return "\n".join(str(part) for part in (item.get("summary") or []))
+    if kind == "commandExecution":
+        return str(item.get("command") or "")
+    if kind == "fileChange":
+        changes = item.get("changes") or []
+        return "\n".join(str(c.get("path", "")) for c in changes if isinstance(c, dict))
+    if kind in ("mcpToolCall", "dynamicToolCall"):
+        return str(item.get("tool") or item.get("name") or "")
+    if kind == "webSearch":
+        return str(item.get("query") or "")
+    return ""
+
+
+def _role(kind: str) -> str:
+    if kind == "userMessage":
+        return "user"
+    if kind == "agentMessage":
+        return "assistant"
+    return "tool" if kind in TOOL_ITEMS else "other"
+
+
+def normalized_messages(turns: list[Any]) -> list[NormalizedMessage]:
+    messages: list[NormalizedMessage] = []
+    seen: set[str] = set()
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            continue
+        turn_id = str(turn.get("id") or f"turn-{index}")
+        turn_time = iso_time(turn.get("startedAt"))
+        for position, item in enumerate(turn.get("items") or []):
+            if not isinstance(item, dict):
+                continue
+            kind = str(item.get("type") or "unknown")
+            item_id = str(item.get("id") or f"{turn_id}/{position}")
+            if item_id in seen:  # ids are thread-unique in practice; keep them unique anyway
+                item_id = f"{turn_id}/{item_id}"
+            seen.add(item_id)
+            messages.append(
+                NormalizedMessage(
+                    id=item_id,
+                    role=_role(kind),
+                    kind=kind,
+                    timestamp=iso_time(item.get("startedAtMs")) or iso_time(item.get("completedAtMs")) or turn_time,
+                    text=preview(_item_text(item)),
+                    event_index=index,
+                )
+            )
+    return messages
+
+
+def snapshot_from_read(
+    result: dict[str, Any], *, with_turns: bool, active_override: bool = False
+) -> NativeSessionSnapshot:
+    thread = result.get("thread")
+    if not isinstance(thread, dict) or "id" not in thread:
+        raise DriverError("provider-error", "thread/read answered without a thread")
+    turns = list(thread.get("turns") or []) if with_turns else []
+    read_state = result.get("readState")
+    revision = read_state.get("revision") if isinstance(read_state, dict) else None
+    complete = all(
+        not isinstance(turn, dict) or turn.get("itemsView", "full") == "full" for turn in turns
+    )
+    return NativeSessionSnapshot(
+        summary=summary_from_thread(thread, archived=None, active_override=active_override),
+        events=turns,
+        normalized_messages=normalized_messages(turns),
+        complete=complete,
+        revision=revision if isinstance(revision, str) else None,
+    )

@@ -1,0 +1,433 @@
+"""A blocking JSON-RPC 2.0 client over a child process's stdin and stdout.
+
+One JSON object per message: a line (NDJSON) in `stdio` mode, a WebSocket text frame in
+the proxy modes (see `websocket_pipe`). Request ids are increasing integers and `params`
+is always sent (Codex rejects a request without it). Messages from the child are told
+apart by shape: a `method` with an `id` is a server request (Codex numbers those from 0),
+a `method` alone a notification, an `id` alone a response. The newest notifications are
+retained, so a waiter registered after its notification arrived is still satisfied.
+
+There are no timeouts: a request or wait ends when the child answers, when the caller's
+cancel signal fires, or when the run ends. The child exiting, a malformed message, or
+`stop()` rejects everything pending with a clear error. stderr is drained into a short
+tail kept for error messages and is never copied to our own output. Each `start()`
+begins a fresh run: ids, pending calls and retained notifications of an earlier run are
+gone with it.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from lib.drivers.base import CancelSignal, DriverError
+from lib.drivers.child_channels import (
+    STDERR_TAIL_LINES,
+    Channel,
+    LineChannel,
+    WebSocketChannel,
+    drain_stderr,
+    reason_from_stderr,
+)
+from lib.drivers.websocket_pipe import WebSocketError
+
+Framing = Literal["lines", "websocket"]
+Message = dict[str, Any]
+ServerRequestHandler = Callable[[str, Any], Any]
+NotificationListener = Callable[[Message], None]
+
+
+
+class TransportClosed(DriverError):
+    """The run ended (child exit, protocol fault, stop) before an answer came.
+
+    `sent` tells whether the request had been written to the child: a request that was
+    sent may have taken effect, one that was not certainly did not.
+    """
+
+    def __init__(self, code: str, message: str, *, sent: bool = False) -> None:
+        super().__init__(code, message, retryable=True)
+        self.sent = sent
+
+
+class RpcError(DriverError):
+    """The child answered a request with a JSON-RPC error."""
+
+    def __init__(self, rpc_code: int | None, message: str, data: Any = None) -> None:
+        super().__init__("provider-error", message)
+        self.rpc_code = rpc_code
+        self.data = data
+
+
+class _Slot:
+    """Where one pending request or notification wait gets its outcome."""
+
+    def __init__(self, predicate: Callable[[Message], bool] | None = None) -> None:
+        self.predicate = predicate
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: DriverError | None = None
+        self.sent = False
+
+    def resolve(self, value: Any = None, error: DriverError | None = None) -> None:
+        if not self.done.is_set():
+            self.value, self.error = value, error
+            self.done.set()
+
+
+class _Run:
+    """The state of one child process: replaced whole by every start()."""
+
+    def __init__(self, process: subprocess.Popen[bytes], channel: Channel, name: str, limit: int):
+        self.process = process
+        self.channel = channel
+        self.name = name
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.pending: dict[int, _Slot] = {}
+        self.waiters: list[_Slot] = []
+        self.retained: collections.deque[Message] = collections.deque(maxlen=limit)
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.failure: TransportClosed | None = None
+        self.opened = _Slot()
+        self.threads: list[threading.Thread] = []
+
+    def fail(self, failure: TransportClosed) -> None:
+        """End the run: every pending request and wait is rejected with `failure`."""
+        with self.lock:
+            if self.failure is not None:
+                return
+            self.failure = failure
+            pending, self.pending = list(self.pending.values()), {}
+            waiters, self.waiters = self.waiters, []
+        self.opened.resolve(error=failure)
+        for slot in pending:
+            slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
+        for slot in waiters:
+            slot.resolve(error=failure)
+
+
+def wait_for(event: threading.Event, signal: CancelSignal | None) -> None:
+    """Block until `event` is set; a fired `signal` raises Cancelled instead."""
+    if signal is None:
+        event.wait()
+        return
+    while not event.wait(0.05):
+        signal.raise_if_cancelled()
+
+
+class JsonRpcTransport:
+    def __init__(
+        self,
+        *,
+        name: str = "codex app-server",
+        notification_limit: int = 500,
+        on_server_request: ServerRequestHandler | None = None,
+        on_notification: NotificationListener | None = None,
+    ) -> None:
+        self.name = name
+        self.notification_limit = notification_limit
+        self.on_server_request = on_server_request
+        self.on_notification = on_notification
+        self._run: _Run | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        framing: Framing = "lines",
+        signal: CancelSignal | None = None,
+    ) -> None:
+        """Spawn the child and open its channel; stops any earlier run first."""
+        self.stop()
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+        channel_class = WebSocketChannel if framing == "websocket" else LineChannel
+        run = _Run(process, channel_class(process.stdout, process.stdin), self.name,
+                   self.notification_limit)
+        self._run = run
+        readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
+        for target, args in readers:
+            thread = threading.Thread(target=target, args=args, daemon=True, name=f"{self.name} reader")
+            run.threads.append(thread)
+            thread.start()
+        try:
+            wait_for(run.opened.done, signal)
+        except BaseException:
+            self.stop()
+            raise
+        if run.opened.error is not None:
+            error = run.opened.error
+            self.stop()
+            raise error
+
+    def stop(self) -> None:
+        """End the current run: reject what is pending, close stdin, reap the child."""
+        run, self._run = self._run, None
+        if run is None:
+            return
+        run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped"))
+        try:
+            run.channel.close()
+        except (OSError, ValueError):
+            pass
+        # Closing stdin makes Codex exit within milliseconds; escalate only if it does not.
+        for action in (None, run.process.terminate, run.process.kill):
+            if action is not None:
+                action()
+            try:
+                run.process.wait(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        for thread in run.threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+        for stream in (run.process.stdout, run.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    @property
+    def running(self) -> bool:
+        run = self._run
+        return run is not None and run.failure is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._run.process.pid if self._run else None
+
+    def stderr_tail(self) -> list[str]:
+        run = self._run
+        return list(run.stderr_tail) if run else []
+
+    # -- calls -----------------------------------------------------------------------
+
+    def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None) -> Any:
+        """Send a request and block until its result; raises RpcError or TransportClosed."""
+        run = self._current()
+        slot = _Slot()
+        with run.lock:
+            if run.failure is not None:
+                raise TransportClosed(run.failure.code, run.failure.message)
+            request_id = next(run.ids)
+            run.pending[request_id] = slot
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method,
+                   "params": {} if params is None else params}
+        try:
+            self._send(run, message)
+            slot.sent = True
+        except TransportClosed:
+            with run.lock:
+                run.pending.pop(request_id, None)
+            raise
+        try:
+            wait_for(slot.done, signal)
+        finally:
+            with run.lock:
+                run.pending.pop(request_id, None)
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: Message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(self._current(), message)
+
+    def wait_for_notification(
+        self, predicate: Callable[[Message], bool], *, signal: CancelSignal | None = None
+    ) -> Message:
+        """The first retained or future notification that `predicate` accepts."""
+        run = self._current()
+        slot = _Slot(predicate)
+        with run.lock:
+            for message in run.retained:
+                if _matches(predicate, message):
+                    return message
+            if run.failure is not None:
+                raise run.failure
+            run.waiters.append(slot)
+        try:
+            wait_for(slot.done, signal)
+        finally:
+            with run.lock:
+                if slot in run.waiters:
+                    run.waiters.remove(slot)
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    def retained_notifications(self) -> list[Message]:
+        run = self._run
+        if run is None:
+            return []
+        with run.lock:
+            return list(run.retained)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _current(self) -> _Run:
+        run = self._run
+        if run is None:
+            raise TransportClosed("transport-not-started", f"{self.name} is not running")
+        return run
+
+    def _send(self, run: _Run, message: Message) -> None:
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        try:
+            run.channel.send(text)
+        except (OSError, ValueError, WebSocketError):
+            failure = run.failure or TransportClosed(
+                "transport-closed", f"{self.name} is not accepting input any more"
+            )
+            raise TransportClosed(failure.code, failure.message) from None
+
+    def _read_messages(self, run: _Run) -> None:
+        try:
+            run.channel.open()
+        except (WebSocketError, OSError, ValueError) as exc:
+            run.fail(self._exit_failure(run, f"the WebSocket upgrade failed ({exc})"))
+            return
+        run.opened.resolve()
+        while run.failure is None:
+            try:
+                raw = run.channel.receive()
+            except (WebSocketError, OSError, ValueError) as exc:
+                if run.failure is None:
+                    run.fail(TransportClosed("protocol-error", f"{self.name} broke the WebSocket protocol: {exc}"))
+                    self._kill(run)
+                return
+            if raw is None:
+                if run.failure is None:
+                    run.fail(self._exit_failure(run, None))
+                return
+            message = _parse(raw)
+            kind = _classify(message)
+            if kind is None:
+                shown = raw[:200].decode("utf-8", "replace").strip()
+                what = "a malformed line" if message is None else "a message that is not JSON-RPC"
+                run.fail(TransportClosed("protocol-error", f"{self.name} sent {what}: {shown!r}"))
+                self._kill(run)
+                return
+            assert message is not None
+            if kind == "response":
+                self._deliver_response(run, message)
+            elif kind == "request":
+                threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
+            else:
+                self._deliver_notification(run, message)
+
+    def _deliver_response(self, run: _Run, message: Message) -> None:
+        with run.lock:
+            slot = run.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
+        if slot is None:
+            return  # an answer nobody waits for (its caller was cancelled)
+        error = message.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            code = error.get("code")
+            slot.resolve(error=RpcError(code if isinstance(code, int) else None,
+                                        str(error.get("message") or "unknown error"), error.get("data")))
+        else:
+            slot.resolve(message.get("result"))
+
+    def _deliver_notification(self, run: _Run, message: Message) -> None:
+        with run.lock:
+            run.retained.append(message)
+            matched = [slot for slot in run.waiters if _matches(slot.predicate, message)]
+            for slot in matched:
+                run.waiters.remove(slot)
+        for slot in matched:
+            slot.resolve(message)
+        listener = self.on_notification
+        if listener is not None:
+            listener(message)
+
+    def _answer(self, run: _Run, message: Message) -> None:
+        handler = self.on_server_request
+        reply: Message = {"jsonrpc": "2.0", "id": message["id"]}
+        try:
+            if handler is None:
+                raise RpcError(-32601, f"{message['method']} is not supported by this client")
+            reply["result"] = handler(message["method"], message.get("params"))
+        except RpcError as exc:
+            reply["error"] = {"code": exc.rpc_code if exc.rpc_code is not None else -32603,
+                              "message": exc.message}
+        except Exception:  # noqa: BLE001 - the child must get an answer whatever happened
+            reply["error"] = {"code": -32603, "message": "the client failed to handle this request"}
+        try:
+            self._send(run, reply)
+        except TransportClosed:
+            pass
+
+    def _exit_failure(self, run: _Run, detail: str | None) -> TransportClosed:
+        try:
+            code = run.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        stderr_thread = run.threads[0]
+        if stderr_thread is not threading.current_thread():
+            stderr_thread.join(timeout=2)  # its last lines usually hold the reason
+        what = f"{self.name} exited" + (f" with code {code}" if code is not None else "")
+        if code is None:
+            what = f"{self.name} closed its output"
+        reason = reason_from_stderr(list(run.stderr_tail))
+        text = what + (f": {detail}" if detail else "") + (f": {reason}" if reason else "")
+        return TransportClosed("transport-closed", text)
+
+    @staticmethod
+    def _kill(run: _Run) -> None:
+        # After a protocol fault the stream cannot be trusted: the child is ended.
+        try:
+            run.process.kill()
+        except OSError:
+            pass
+
+
+def _parse(raw: bytes) -> Message | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _classify(message: Message | None) -> str | None:
+    if message is None:
+        return None
+    version = message.get("jsonrpc")
+    if version is not None and version != "2.0":
+        return None
+    has_id = "id" in message and isinstance(message["id"], (int, str)) and not isinstance(message["id"], bool)
+    method = message.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            return None
+        return "request" if has_id else "notification"
+    if has_id and ("result" in message or "error" in message):
+        return "response"
+    return None
+
+
+def _matches(predicate: Callable[[Message], bool] | None, message: Message) -> bool:
+    try:
+        return predicate is not None and bool(predicate(message))
+    except Exception:  # noqa: BLE001 - a predicate that cannot read a message does not match it
+        return False
