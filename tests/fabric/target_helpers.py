@@ -15,6 +15,7 @@ from lib.fabric.identity import load_or_create_identity
 from lib.fabric.publication import PublicationSummary, PublishedOutcome
 from lib.fabric.store import Store, open_store
 from lib.fabric.target import FabricTarget
+from lib.fabric.values import Link
 from lib.git_context import GitContextResolver
 from lib.prepare import PreparedSession, prepare_session
 from lib.types import (
@@ -196,3 +197,45 @@ def key(source_id: str, native_id: str) -> str:
     from lib.session_key import session_key
 
     return session_key(source_id, native_id)
+
+
+def links_in(value: Any) -> list[Link]:
+    """Every Link inside a stored value."""
+    found: list[Link] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Link):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
+
+
+def reachable(store: Store, roots: Iterable[str], *, skip_fields: frozenset[str] = frozenset()) -> set[str]:
+    """IDs of the cells reachable from roots through stored links (fields in skip_fields
+    are not followed: e.g. `manifest`, to stay inside the indexes)."""
+    seen: set[str] = set()
+    frontier = list(roots)
+    while frontier:
+        cell = frontier.pop()
+        if cell in seen:
+            continue
+        seen.add(cell)
+        document = store.read(SPACE, cell)
+        assert document is not None, f"a link points at a missing cell {cell}"
+        value = document.value
+        if isinstance(value, dict) and skip_fields:
+            value = {k: v for k, v in value.items() if k not in skip_fields}
+        frontier.extend(link.id for link in links_in(value))
+    return seen
+
+
+def changed_since(store: Store, seq: int) -> set[str]:
+    return {cell for cell, _ in store.changes_since(SPACE, seq)}
+
+
+def seqs(store: Store) -> dict[str, int]:
+    return dict(store.changes_since(SPACE, 0))

@@ -1,0 +1,158 @@
+"""Session graphs: chunks before manifests, indexes after graphs, unchanged graphs kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lib.fabric.cell_id import cell_id, session_chunk_cause
+from lib.fabric.ordering import ordering_cause
+from lib.fabric.schemas import parse_chunk, parse_manifest
+from tests.fabric.target_helpers import (
+    SPACE,
+    Env,
+    changed_since,
+    descriptor,
+    hydrate,
+    make_env,
+    prepared,
+    publish,
+    reachable,
+    rows,
+    seqs,
+    snapshot,
+)
+
+
+def _chunk_ids(env: Env, source, snap, target_chunk_bytes: int = 512 * 1024) -> list[str]:
+    ready = prepared(source, snap, target_chunk_bytes=target_chunk_bytes)
+    return [
+        cell_id(
+            session_chunk_cause(
+                SPACE,
+                env.owner,
+                source_id=ready.source_id,
+                native_session_id=ready.native_session_id,
+                part=chunk.part,
+                content_hash=chunk.content_hash,
+            )
+        )
+        for chunk in ready.chunks
+    ]
+
+
+def test_chunks_commit_one_at_a_time_before_their_manifest_and_indexes_after_every_graph(
+    tmp_path: Path,
+) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    source = descriptor()
+    snaps = [snapshot("s1", messages=40, text="x" * 300), snapshot("s2", messages=30, text="y" * 300)]
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        for snap in snaps:
+            pub.add_prepared(prepared(source, snap, target_chunk_bytes=4096))
+        pub.end_source({"sourceId": "codex", "inventoryComplete": True, "complete": True,
+                        "listedSessionIds": ["s1", "s2"]})
+        pub.commit()
+    at = seqs(env.store)
+    manifests = {key: row["manifest"].id for key, row in rows(target).items()}
+    graph_seqs: list[int] = []
+    for snap in snaps:
+        chunk_ids = _chunk_ids(env, source, snap, target_chunk_bytes=4096)
+        assert len(chunk_ids) > 1
+        chunk_seqs = [at[c] for c in chunk_ids]
+        assert len(set(chunk_seqs)) == len(chunk_seqs)  # one transaction per chunk
+        manifest_seq = at[manifests[f"codex/{snap.summary.native_session_id}"]]
+        assert max(chunk_seqs) < manifest_seq
+        graph_seqs += [*chunk_seqs, manifest_seq]
+    index_seq = at[target.all_index_id()]
+    assert at[target.recent_index_id()] == index_seq
+    assert at[cell_id(ordering_cause(SPACE, env.owner))] == index_seq
+    assert max(graph_seqs) < index_seq
+
+
+def test_a_second_publish_of_identical_input_writes_no_chunk_or_manifest_only_index_cells(
+    tmp_path: Path,
+) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    source = descriptor()
+    snaps = [snapshot("s1", messages=6), snapshot("s2", messages=3)]
+    publish(target, source, snaps)
+    manifests = [row["manifest"].id for row in rows(target).values()]
+    session_cells = reachable(env.store, manifests)
+    before = env.store.head(SPACE)
+    env.clock.advance(minutes=5)  # a rewritten manifest would get a new observedAt and cell
+
+    summary, results = publish(target, source, snaps)
+
+    assert [r.action for r in results] == ["unchanged", "unchanged"]
+    assert summary.written == 0
+    changed = changed_since(env.store, before)
+    assert changed, "the indexes are rewritten"
+    assert not changed & session_cells
+    index_cells = reachable(
+        env.store, [target.all_index_id(), target.recent_index_id()], skip_fields=frozenset({"manifest"})
+    )
+    assert changed <= index_cells | {cell_id(ordering_cause(SPACE, env.owner))}
+    assert [row["manifest"].id for row in rows(target).values()] == manifests
+
+
+def test_a_changed_session_gets_a_new_manifest_and_the_prior_graph_stays_intact(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    source = descriptor()
+    publish(target, source, [snapshot("s1", messages=2)])
+    old = rows(target)["codex/s1"]["manifest"].id
+    old_value = hydrate(target, old)
+
+    _, results = publish(target, source, [snapshot("s1", messages=3)])
+
+    new = rows(target)["codex/s1"]["manifest"].id
+    assert results[0].action == "written"
+    assert new != old
+    assert hydrate(target, old) == old_value
+    assert len(hydrate(target, new)["normalized"]["messages"]) == 3
+
+
+def test_a_driver_change_rewrites_the_manifest_of_an_unchanged_snapshot(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    snap = snapshot("s1", messages=4)
+    publish(target, descriptor(driver="codex-app-server"), [snap])
+    old = rows(target)["codex/s1"]
+    chunk_ids = set(_chunk_ids(env, descriptor(), snap))
+    before = env.store.head(SPACE)
+
+    _, results = publish(target, descriptor(driver="acp"), [snap])
+
+    row = rows(target)["codex/s1"]
+    assert results[0].action == "written"
+    assert row["snapshotHash"] == old["snapshotHash"]
+    assert row["manifest"].id != old["manifest"].id
+    assert row["driver"] == "acp"
+    assert hydrate(target, row["manifest"].id)["driver"] == "acp"
+    assert not changed_since(env.store, before) & chunk_ids  # chunks are the same content
+
+
+def test_a_published_manifest_hydrates_to_the_snapshot_it_was_prepared_from(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    source = descriptor()
+    snap = snapshot("s1", messages=25, text="z" * 200, updated_at=None)
+    publish(target, source, [snap])
+    row = rows(target)["codex/s1"]
+    manifest = parse_manifest(hydrate(target, row["manifest"].id))
+    events = []
+    for descriptor_ in manifest["chunks"]:
+        chunk = parse_chunk(descriptor_["chunk"])
+        assert chunk["contentHash"] == descriptor_["contentHash"]
+        assert len(chunk["events"]) == descriptor_["eventCount"]
+        events += chunk["events"]
+    assert events == snap.events
+    assert manifest["normalized"]["messages"] == [m.to_wire() for m in snap.normalized_messages]
+    assert manifest["metadata"] == {"id": "s1", "native": True}
+    assert "raw" not in manifest["summary"]
+    assert manifest["snapshotHash"] == row["snapshotHash"]
+    assert manifest["complete"] is True
+    assert row["manifestHash"].startswith("sha256:")
