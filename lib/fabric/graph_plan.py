@@ -154,7 +154,11 @@ def _is_object(v: Any) -> bool:
 
 def _is_array(v: Any) -> bool:
     t = type(v)
-    return t is list or t is tuple or (isinstance(v, list | tuple) and not hasattr(v, "__fabric_json__"))
+    return (
+        t is list
+        or t is tuple
+        or (isinstance(v, list | tuple) and not hasattr(v, "__fabric_json__"))
+    )
 
 
 class _Planner:
@@ -307,7 +311,10 @@ def _hex(digest: bytes | None) -> str:
 
 # The fixed parts of an array-element cause's encoding, and of `{"causal": cause}`.
 _CAUSE_HEAD = (
-    b"\x11" + encode_value("agentConnector") + encode_value(ELEMENT_CONNECTOR) + encode_value("identity")
+    b"\x11"
+    + encode_value("agentConnector")
+    + encode_value(ELEMENT_CONNECTOR)
+    + encode_value("identity")
 )
 _PATH_KEY = encode_value("path")
 _SCOPE_KEY = encode_value("scope")

@@ -16,7 +16,11 @@ from lib.hashing import HOLE, UNDEFINED, content_hash, value_hash
 
 SPACE = "did:key:z6MkPlanSpace"
 OWNER = "did:key:z6MkPlanOwner"
-INDEX_SCOPE = {"spaceDid": SPACE, "ownerDid": OWNER, "agentConnector": "session-index-array-elements"}
+INDEX_SCOPE = {
+    "spaceDid": SPACE,
+    "ownerDid": OWNER,
+    "agentConnector": "session-index-array-elements",
+}
 CHUNK_SCOPE = {
     "spaceDid": SPACE,
     "ownerDid": OWNER,
@@ -175,7 +179,12 @@ def test_a_nested_array_is_scoped_by_its_elements_complete_cause_and_its_path_re
 
 def test_equal_nested_ids_in_two_sessions_resolve_to_different_cells():
     graph = plan(
-        {"sessions": [{"key": "a", "messages": [{"id": "m1"}]}, {"key": "b", "messages": [{"id": "m1"}]}]}
+        {
+            "sessions": [
+                {"key": "a", "messages": [{"id": "m1"}]},
+                {"key": "b", "messages": [{"id": "m1"}]},
+            ]
+        }
     )
     cells = cells_by_id(graph)
     nested = [cells[link.id].value["messages"][0].id for link in graph.root.value["sessions"]]
@@ -286,11 +295,14 @@ def test_an_element_keeps_its_cell_when_it_moves_to_another_position():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats() | st.text(max_size=80),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(
-        st.sampled_from(["id", "key", "part", "text", "x", "é", "\U0001f600", "a" * 70]) | st.text(max_size=4),
-        children,
-        max_size=5,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.sampled_from(["id", "key", "part", "text", "x", "é", "\U0001f600", "a" * 70])
+            | st.text(max_size=4),
+            children,
+            max_size=5,
+        )
     ),
     max_leaves=40,
 )
@@ -345,3 +357,14 @@ def test_object_keys_that_are_not_strings_are_refused_beside_arrays_too():
     with pytest.raises(GraphPlanError) as caught:
         plan({"a": [1], 2: [3]})
     assert caught.value.code == "unsupported-value"
+
+
+def test_a_captured_value_plans_the_same_cells_as_the_plain_value():
+    from lib.canonical import capture
+
+    value = {"events": [{"uuid": "u", "content": [{"text": "x"}, [1, 2]]}, {"t": 1}, {"t": 1}]}
+    plain, captured = plan(value, CHUNK_SCOPE), plan(capture(value), CHUNK_SCOPE)
+    assert _ids(captured) == _ids(plain)
+    assert [value_hash(c.value) for c in captured.cells()] == [
+        value_hash(c.value) for c in plain.cells()
+    ]
