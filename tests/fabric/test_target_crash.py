@@ -1,0 +1,135 @@
+"""A publication that dies among its session graphs leaves the prior indexes pointing at
+complete manifests, and the next publication completes the work."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lib.fabric.session_graph as session_graph
+from lib.fabric.schemas import parse_chunk, parse_manifest
+from lib.fabric.target import FabricTarget
+from tests.fabric.target_helpers import (
+    descriptor,
+    hydrate,
+    index,
+    make_env,
+    publish,
+    rows,
+    snapshot,
+)
+
+GUARD = 120.0
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _assert_every_indexed_manifest_is_complete(target: FabricTarget) -> dict[str, int]:
+    """Hydrate every manifest the complete index links; returns message counts by key."""
+    counts = {}
+    for key, row in rows(target).items():
+        manifest = parse_manifest(hydrate(target, row["manifest"].id))
+        assert manifest["snapshotHash"] == row["snapshotHash"]
+        for descriptor_ in manifest["chunks"]:
+            chunk = parse_chunk(descriptor_["chunk"])
+            assert len(chunk["events"]) == descriptor_["eventCount"]
+        counts[key] = len(manifest["normalized"]["messages"])
+    return counts
+
+
+class FakeFault(Exception):
+    pass
+
+
+def test_a_fake_fault_between_session_graphs_keeps_the_prior_indexes_whole_and_the_next_run_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    names = [f"s{i}" for i in range(5)]
+    publish(target, descriptor(), [snapshot(n, messages=2) for n in names])
+    generation = index(target)["generation"]
+    changed = [snapshot(n, messages=4) for n in names]
+
+    real_commit = session_graph.commit_graph
+    manifests_committed = []
+
+    def commit_then_fail_on_the_third_manifest(store, space, writer, labels, graph, **kw):
+        if graph.root.value.get("schema") == "commonfabric.agent-connector.session":
+            if len(manifests_committed) == 2:
+                raise FakeFault("the process dies here")
+            manifests_committed.append(graph.root.id)
+        return real_commit(store, space, writer, labels, graph, **kw)
+
+    monkeypatch.setattr(session_graph, "commit_graph", commit_then_fail_on_the_third_manifest)
+    with pytest.raises(FakeFault):
+        publish(target, descriptor(), changed)
+    monkeypatch.undo()
+
+    assert index(target)["generation"] == generation
+    assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 2 for n in names}
+    assert not set(manifests_committed) & {r["manifest"].id for r in rows(target).values()}
+
+    summary, results = publish(target, descriptor(), changed)
+
+    assert [r.action for r in results] == ["written"] * 5
+    assert summary.generation == generation + 1
+    assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 4 for n in names}
+
+
+_CHILD = """
+import sys
+from pathlib import Path
+from tests.fabric.target_helpers import descriptor, make_env, prepared, outcome, snapshot
+
+env = make_env(Path(sys.argv[1]))
+target = env.target()
+source = descriptor()
+names = [f"s{i}" for i in range(int(sys.argv[2]))]
+with target.publication() as pub:
+    pub.begin_source(source, None)
+    for n, name in enumerate(names):
+        pub.add_prepared(prepared(source, snapshot(name, messages=500, text="changed " * 20), target_chunk_bytes=32 * 1024))
+        print("published", n + 1, flush=True)
+    pub.end_source(outcome("codex", names))
+    pub.commit()
+print("committed", flush=True)
+"""
+
+
+def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_prior_indexes_whole(
+    tmp_path: Path,
+) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    count = 24
+    names = [f"s{i}" for i in range(count)]
+    publish(target, descriptor(), [snapshot(n, messages=3) for n in names])
+    generation = index(target)["generation"]
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(tmp_path), str(count)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for _ in range(5):  # five session graphs are committed; the sixth is being written
+        assert child.stdout.readline().startswith("published")
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(GUARD)
+    assert child.returncode == -signal.SIGKILL
+
+    assert index(target)["generation"] == generation
+    assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 3 for n in names}
+
+    # the next run (taking the publish lock the dead process held) completes the work
+    summary, _ = publish(
+        target, descriptor(), [snapshot(n, messages=500, text="changed " * 20) for n in names]
+    )
+    assert summary.generation == generation + 1
+    assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 500 for n in names}
