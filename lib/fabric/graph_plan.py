@@ -41,7 +41,7 @@ from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
 from lib.fabric.values import Link
 from lib.frozen import sorted_keys
-from lib.hashing import HOLE, UNDEFINED, content_hash, digest_to_content_hash, encode_value
+from lib.hashing import HOLE, UNDEFINED, digest_to_content_hash, encode_value
 
 PRIMARY_FIELDS = ("key", "id", "uuid", "commandId", "messageId", "toolCallId", "toolUseId")
 PAIR_FIELDS = ("sourceId", "nativeSessionId")
@@ -80,12 +80,6 @@ class PlannedGraph:
     def cells(self) -> tuple[PlannedCell, ...]:
         """Every cell in write order: children first, the root last."""
         return (*self.children, self.root)
-
-    def content_hash(self) -> str:
-        """Hash of the planned graph: the root value and each child's cause and value."""
-        return content_hash(
-            {"root": self.root.value, "cells": [[c.cause, c.value] for c in self.children]}
-        )
 
 
 def plan_graph(root_cause: Any, root_value: Any, base_scope: Mapping[str, Any]) -> PlannedGraph:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from lib.fabric.graph_commit import GraphCommitError, commit_graph, field_changes, same_value
+from lib.fabric.cell_id import cell_id
+from lib.fabric.graph_commit import (
+    GraphCommitError,
+    commit_graph,
+    field_changes,
+    same_value,
+    stage_graph,
+)
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.store import Labels, Patch, PreconditionFailed, Write, WriteDenied
 from tests.fabric.recording_store import RecordingStore
@@ -224,3 +231,24 @@ def test_field_changes_compare_fabric_values_not_python_equality():
     assert field_changes(old, new) == ({"a": True, "b": -0.0, "e": 2}, ["gone"])
     assert same_value([1, {"x": 2}], [1.0, {"x": 2.0}])
     assert not same_value(1, "1")
+
+
+def test_two_graphs_sharing_rows_stage_in_one_transaction_and_each_shared_row_once(store):
+    recent_cause = {**ROOT_CAUSE, "agentConnector": "recent-session-index"}
+    recent, complete = (
+        plan(index(session("a")), recent_cause),
+        plan(index(session("a"), session("b"))),
+    )
+    with store.transaction(SPACE, ME) as tx:
+        first = stage_graph(store, tx, recent, LABELS)
+        second = stage_graph(store, tx, complete, LABELS, known_unchanged=first.hashes)
+        tx.write(cell_id("ordering"), {"generation": 1})
+        seq = tx.commit()
+    row_a, row_b = (link.id for link in complete.root.value["sessions"])
+    assert row_a in first.written and row_a in second.unchanged and row_b in second.written
+    assert len(store.plans) == 1
+    assert {cell for cell, at in store.changes_since(SPACE, 0) if at == seq} == {
+        *first.written,
+        *second.written,
+        cell_id("ordering"),
+    }
