@@ -133,6 +133,7 @@ class CodexAppServerDriver(AgentDriver):
 
     def list_sessions(self, cursor: str | None = None) -> SessionPage:
         archived, provider_cursor = parse_cursor(cursor)
+        owned = self._owned_threads()  # captured before the call, as for a read
         result = self._call("thread/list", {
             "limit": self.page_size,
             "cursor": provider_cursor,
@@ -142,7 +143,6 @@ class CodexAppServerDriver(AgentDriver):
             "modelProviders": [],  # empty = every provider; omitted = only the configured one
             "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
         })
-        owned = self._owned_threads()
         sessions = [
             summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
             for thread in result.get("data") or []

@@ -303,3 +303,16 @@ def test_fake_child_that_never_answers_lets_a_cancelled_start_end_and_leaves_no_
     with pytest.raises(Cancelled):
         driver.start(signal)
     assert not driver.transport.running and driver.transport.pid is None
+
+
+def test_fake_child_approval_requests_are_declined_and_other_server_requests_refused():
+    driver = CodexAppServerDriver(config(command=child_argv()))
+    try:
+        driver.start()
+        approval = driver.transport.request("ask/me")["reply"]
+        other = driver.transport.request("ask/unknown")["reply"]
+    finally:
+        driver.stop()
+    assert approval == {"jsonrpc": "2.0", "id": 0, "result": {"decision": "decline"}}
+    assert other["error"]["code"] == -32601
+    assert "item/tool/call is not supported" in other["error"]["message"]
