@@ -16,17 +16,18 @@ committing publishes no index (graphs already written stay unreachable).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from lib.fabric import session_index as idx
+from lib.fabric.checkouts import CheckoutObserver
 from lib.fabric.index_store import IndexCells, PriorIndex, commit_indexes, read_prior
 from lib.fabric.ordering import OrderingState
 from lib.fabric.session_graph import GraphTarget, PreparedChunk, write_session_graph
-from lib.fabric.values import Link
-from lib.git_context import GitContextResolver, GitMetadata
+from lib.fabric.source_status import SourceState
+from lib.git_context import GitContextResolver
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor
 
@@ -67,17 +68,8 @@ class PublicationSummary:
     written: int = 0
     unchanged: int = 0
     cells_written: int = 0
-
-
-@dataclass
-class _Source:
-    descriptor: dict[str, Any]
-    sequence: int
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    unbacked: bool = False
-    read: int = 0
-    retained: int = 0
-    ended: bool = False
+    # rows no add_* call observed, with their final status (deleted, stale, or kept)
+    untouched: dict[str, str] = field(default_factory=dict)
 
 
 class PublicationError(Exception):
@@ -107,15 +99,15 @@ class Publication:
         self._preserve = preserve_untouched_status
         self._directories = None if checkout_directories is None else list(checkout_directories)
         self._release = release
-        self._observation = resolver.begin_observation()
+        self._checkouts = CheckoutObserver(resolver.begin_observation())
         self._closed = False
         self.prior: PriorIndex = read_prior(graphs, cells)
         self._ordering = self.prior.ordering
         self._recorded = OrderingState()
         self._rows: dict[str, dict[str, Any]] = {}
-        self._sources: dict[str, _Source] = {}
+        self._untouched: set[str] = set()
+        self._sources: dict[str, SourceState] = {}
         self._source_rows: dict[str, dict[str, Any]] = {}
-        self._checkouts: dict[str, GitMetadata] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
 
     # -- sources ---------------------------------------------------------------------
@@ -127,7 +119,7 @@ class Publication:
         self._check_open()
         wire = descriptor.to_wire() if isinstance(descriptor, SourceDescriptor) else dict(descriptor)
         sequence = observation_sequence if observation_sequence is not None else self._allocate()
-        self._sources[wire["id"]] = _Source(descriptor=wire, sequence=sequence)
+        self._sources[wire["id"]] = SourceState(descriptor=wire, sequence=sequence)
 
     def source_failed(
         self, descriptor: SourceDescriptor | Mapping[str, Any], code: str, message: str
@@ -135,7 +127,7 @@ class Publication:
         """A source whose driver did not start: an error and an incomplete inventory."""
         self.begin_source(descriptor, None)
         source_id = self._source_id(descriptor)
-        self._sources[source_id].errors.append(
+        self._sources[source_id].record_error(
             {"stage": "start", "code": code, "message": message, "nativeSessionId": None}
         )
         self.end_source({"sourceId": source_id, "inventoryComplete": False, "complete": False})
@@ -155,19 +147,20 @@ class Publication:
         if source is None:
             raise PublicationError("source-not-begun", f"end_source for a source never begun: {sid}")
         source.ended = True
+        now = self._now()
         if outcome is None:
-            self._refresh_source_row(sid, source)
+            prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
+            self._source_rows[sid] = source.targeted_row(prior, now)
             return
         for error in outcome.get("errors") or []:
-            self._record_error(source, dict(error))
-        inventory_complete = bool(outcome.get("inventoryComplete")) and not source.unbacked
-        listed = list(outcome.get("listedSessionIds") or [])
-        listed_set = set(listed)
-        now = self._now()
+            source.record_error(error)
+        inventory_complete = source.inventory_complete(outcome)
+        listed = set(outcome.get("listedSessionIds") or [])
         for key, prior in self.prior.rows.items():
             if prior["sourceId"] != sid or key in self._rows:
                 continue
-            if inventory_complete and prior["nativeSessionId"] not in listed_set:
+            self._untouched.add(key)
+            if inventory_complete and prior["nativeSessionId"] not in listed:
                 if self._ordering.may_delete(key, source.sequence):
                     self._rows[key] = idx.deleted(prior, now)
                     if prior.get("status") != "deleted":
@@ -178,16 +171,7 @@ class Publication:
                 self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
         if inventory_complete:
             self._recorded.record_complete_source(sid, source.sequence)
-        self._source_rows[sid] = idx.source_row(
-            source.descriptor,
-            inventory_complete=inventory_complete,
-            complete=bool(outcome.get("complete")) and inventory_complete and not source.errors,
-            observed_at=now,
-            listed=len(listed) if listed else int(outcome.get("listed") or 0),
-            read=int(outcome.get("read") or source.read),
-            retained=int(outcome.get("retained") or source.retained),
-            errors=source.errors,
-        )
+        self._source_rows[sid] = source.verdict_row(outcome, now)
 
     # -- sessions --------------------------------------------------------------------
 
@@ -204,7 +188,7 @@ class Publication:
         source.read += 1
         driver = prepared.driver or source.descriptor["driver"]
         summary_wire = dict(prepared.summary)
-        metadata = self._observe(summary_wire.get("cwd"))
+        metadata = self._checkouts.observe(summary_wire.get("cwd"))
         summary = idx.with_git(idx.normalized_summary(summary_wire), metadata)
         messages = [_plain(m) for m in prepared.normalized_messages]
         now = self._now()
@@ -250,7 +234,7 @@ class Publication:
             native_session_id=prepared.native_session_id,
             driver=driver,
             summary=summary,
-            capabilities=source.descriptor.get("capabilities") or {},
+            capabilities=source.capabilities,
             messages=messages,
             manifest=manifest,
             snapshot_hash=prepared.snapshot_hash,
@@ -282,15 +266,14 @@ class Publication:
             source.retained += 1
             row = idx.refreshed_row(
                 prior,
-                capabilities=source.descriptor.get("capabilities") or {},
-                metadata=self._observe(wire.get("cwd") or prior.get("cwd")),
+                capabilities=source.capabilities,
+                metadata=self._checkouts.observe(wire.get("cwd") or prior.get("cwd")),
             )
             self._rows[key] = idx.with_status(row, "complete")
             self._recorded.record_session(key, source.sequence)
             return PublishedOutcome(key, "retained", "complete")
         source.unbacked = True
-        self._record_error(
-            source,
+        source.record_error(
             {
                 "stage": "retain",
                 "code": "retained-without-published-copy",
@@ -313,8 +296,7 @@ class Publication:
         """A failed read: the prior row (if any) is kept and marked partial."""
         self._check_open()
         source = self._source(source_id)
-        self._record_error(
-            source,
+        source.record_error(
             {"stage": stage, "code": code, "message": message, "nativeSessionId": native_session_id},
         )
         if not native_session_id:
@@ -336,6 +318,7 @@ class Publication:
                     self.end_source(None, sid)
             for key, prior in self.prior.rows.items():
                 if key not in self._rows:
+                    self._untouched.add(key)
                     self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
             sources = {**{r["sourceId"]: r for r in self.prior.sources}, **self._source_rows}
             generated_at = self._clock()
@@ -346,7 +329,15 @@ class Publication:
                 generation=generation,
                 sessions=self._rows.values(),
                 sources=sources.values(),
-                checkouts=self._checkout_rows(),
+                checkouts=self._checkouts.rows(
+                    live_roots=[
+                        r["gitWorktreeRoot"]
+                        for r in self._rows.values()
+                        if idx.is_live(r) and r.get("gitWorktreeRoot")
+                    ],
+                    prior=self.prior.checkouts,
+                    directories=self._directories,
+                ),
             )
             ordering = self._ordering.merged(self._recorded)
             cells = commit_indexes(
@@ -363,6 +354,7 @@ class Publication:
             written=self._counts["written"],
             unchanged=self._counts["unchanged"],
             cells_written=self._counts["cells"] + cells,
+            untouched={k: self._rows[k]["status"] for k in sorted(self._untouched)},
         )
 
     def close(self) -> None:
@@ -389,19 +381,13 @@ class Publication:
     def _source_id(self, descriptor: SourceDescriptor | Mapping[str, Any]) -> str:
         return descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"]
 
-    def _source(self, source_id: str) -> _Source:
+    def _source(self, source_id: str) -> SourceState:
         source = self._sources.get(source_id)
         if source is None:
             raise PublicationError("source-not-begun", f"no begin_source for source {source_id}")
         return source
 
-    def _observe(self, cwd: Any) -> GitMetadata | None:
-        metadata = self._observation.resolve(cwd) if isinstance(cwd, str) and cwd else None
-        if metadata is not None:
-            self._checkouts[metadata.worktree_root] = metadata
-        return metadata
-
-    def _backed(self, prior: Mapping[str, Any], source: _Source) -> bool:
+    def _backed(self, prior: Mapping[str, Any], source: SourceState) -> bool:
         if prior.get("driver") != source.descriptor.get("driver"):
             return False  # a reconfigured driver: the copy is another provider's
         if prior.get("status") == "complete":
@@ -425,60 +411,6 @@ class Publication:
         self._rows[key] = idx.with_status(prior, "partial")
         return PublishedOutcome(key, action, "partial")
 
-    def _record_error(self, source: _Source, error: dict[str, Any]) -> None:
-        marker = (error.get("code"), error.get("nativeSessionId"), error.get("message"))
-        for known in source.errors:
-            if (known.get("code"), known.get("nativeSessionId"), known.get("message")) == marker:
-                return
-        source.errors.append(error)
-
-    def _refresh_source_row(self, sid: str, source: _Source) -> None:
-        prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
-        if prior is None:
-            self._source_rows[sid] = idx.source_row(
-                source.descriptor,
-                inventory_complete=False,
-                complete=False,
-                observed_at=self._now(),
-                listed=0,
-                read=source.read,
-                retained=source.retained,
-                errors=source.errors,
-            )
-            return
-        row = dict(prior)
-        row.update(
-            driver=source.descriptor.get("driver"),
-            providerVersion=source.descriptor.get("providerVersion"),
-            capabilities=dict(source.descriptor.get("capabilities") or {}),
-        )
-        self._source_rows[sid] = row
-
-    def _checkout_rows(self) -> list[dict[str, Any]]:
-        prior = {r["root"]: r for r in self.prior.checkouts}
-        session_rows: dict[str, dict[str, Any]] = {}
-        for row in self._rows.values():
-            root = row.get("gitWorktreeRoot")
-            if not idx.is_live(row) or not isinstance(root, str) or not root or root in session_rows:
-                continue
-            metadata = self._checkouts.get(root)
-            if metadata is None and root in prior:
-                session_rows[root] = dict(prior[root])
-                continue
-            if metadata is None:
-                metadata = self._observe(root)
-            if metadata is not None and metadata.worktree_root == root:
-                session_rows[root] = idx.checkout_row(metadata, ["sessions"])
-        if self._directories is None:
-            discovery = {r: dict(row) for r, row in prior.items() if idx.has_origin(row, "discovery")}
-        else:
-            discovery = {}
-            for directory in self._directories:
-                metadata = self._observation.resolve(directory)
-                if metadata is not None:
-                    discovery[metadata.worktree_root] = idx.checkout_row(metadata, ["discovery"])
-        return idx.merge_checkouts(session_rows=session_rows, discovery_rows=discovery)
-
 
 def _plain(message: Any) -> dict[str, Any]:
     """A normalized message as a plain dict (a model, a captured FrozenDict or a dict)."""
@@ -487,8 +419,3 @@ def _plain(message: Any) -> dict[str, Any]:
     return dict(message)
 
 
-def statuses_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    return {r["key"]: r["status"] for r in rows}
-
-
-__all__ = ["Link", "Publication", "PublicationError", "PublicationSummary", "PublishedOutcome"]

@@ -228,51 +228,6 @@ def error_entry(error: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-# -- checkout rows ---------------------------------------------------------------------
-
-
-def checkout_row(metadata: GitMetadata, origins: Iterable[str]) -> dict[str, Any]:
-    """One worktree: root, branch, commit, selected remote, every remote, observation time.
-
-    `id` repeats the root so the row keeps one stable array cell (see source_row).
-    """
-    return {
-        "id": metadata.worktree_root,
-        "root": metadata.worktree_root,
-        "branch": metadata.branch,
-        "commit": metadata.commit,
-        "repo": metadata.repo,
-        "remotes": [r.to_wire() for r in metadata.remotes],
-        "observedAt": metadata.observed_at,
-        "origins": sorted(set(origins)),
-    }
-
-
-def merge_checkouts(
-    *,
-    session_rows: Mapping[str, Mapping[str, Any]],
-    discovery_rows: Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """One row per root, origins joined, sorted by root.
-
-    `session_rows` are the checkouts live sessions name; `discovery_rows` the ones a
-    filesystem scan found (this publication's scan, or the prior discovery rows). Where
-    both know a root, the session observation (made in this publication) wins.
-    """
-    merged: dict[str, dict[str, Any]] = {}
-    for root, row in discovery_rows.items():
-        merged[root] = {**row, "origins": ["discovery"]}
-    for root, row in session_rows.items():
-        origins = {"sessions"} | ({"discovery"} if root in merged else set())
-        merged[root] = {**row, "origins": sorted(origins)}
-    return [merged[root] for root in sorted(merged)]
-
-
-def has_origin(row: Mapping[str, Any], origin: str) -> bool:
-    origins = row.get("origins")
-    return isinstance(origins, list) and origin in origins
-
-
 # -- index values ----------------------------------------------------------------------
 
 
