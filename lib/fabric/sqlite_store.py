@@ -72,6 +72,9 @@ _UPSERT = (
 )
 
 
+# Cells per batched read; well under SQLite's bound-parameter limit.
+_READ_BATCH = 500
+
 class SQLiteStore(Store):
     """A Store in one SQLite file (or `:memory:`)."""
 
@@ -224,12 +227,30 @@ class SQLiteStore(Store):
         return seq, Document(values.loads(text), self._labels(labels), seq)
 
     def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
-        # one primary-key lookup per cell: no cursor stays open across a yield, and
-        # only the document being yielded is in memory
-        for cell_id in dict.fromkeys(cell_ids):
-            document = self._read_row(space, cell_id)[1]
-            if document is not None:
-                yield cell_id, document
+        # Batched primary-key lookups: one query per batch instead of one per cell. A
+        # batch's rows are fetched before the first yield, so no cursor stays open across
+        # a yield; only one batch of stored text is in memory at once.
+        unique = list(dict.fromkeys(cell_ids))
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+        if space_id is None:
+            return
+        for start in range(0, len(unique), _READ_BATCH):
+            batch = unique[start : start + _READ_BATCH]
+            marks = ",".join("?" * len(batch))
+            with self._connection() as conn:
+                rows = conn.execute(
+                    f"SELECT cell_id, seq, labels, value FROM documents "
+                    f"WHERE space_id = ? AND cell_id IN ({marks})",
+                    (space_id, *batch),
+                ).fetchall()
+            found = {cell_id: (seq, labels, text) for cell_id, seq, labels, text in rows if text is not None}
+            del rows
+            for cell_id in batch:
+                row = found.pop(cell_id, None)
+                if row is not None:
+                    seq, labels, text = row
+                    yield cell_id, Document(values.loads(text), self._labels(labels), seq)
 
     def head(self, space: str) -> int:
         with self._connection() as conn:
