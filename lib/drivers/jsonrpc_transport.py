@@ -95,6 +95,7 @@ class _Run:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.failure: TransportClosed | None = None
         self.opened = _Slot()
+        self.ended = threading.Event()
         self.threads: list[threading.Thread] = []
 
     def fail(self, failure: TransportClosed) -> None:
@@ -105,6 +106,7 @@ class _Run:
             self.failure = failure
             pending, self.pending = list(self.pending.values()), {}
             waiters, self.waiters = self.waiters, []
+        self.ended.set()
         self.opened.resolve(error=failure)
         for slot in pending:
             slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
@@ -293,6 +295,9 @@ class JsonRpcTransport:
         try:
             run.channel.send(text)
         except (OSError, ValueError, WebSocketError):
+            # A closed pipe usually means the child is exiting: give the reader a moment to
+            # see the exit, so the error names the child's own reason.
+            run.ended.wait(2)
             failure = run.failure or TransportClosed(
                 "transport-closed", f"{self.name} is not accepting input any more"
             )
