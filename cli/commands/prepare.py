@@ -1,0 +1,27 @@
+"""`agentctl prepare`: snapshot records in, prepared (keyed, chunked, hashed) records out."""
+
+from __future__ import annotations
+
+import click
+
+from cli.commands.read import make_read_stage
+from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
+from cli.context import AppContext
+from cli.pipeline import PrepareStage
+
+
+@click.command("prepare")
+@click.pass_obj
+def prepare_command(app: AppContext) -> None:
+    """Prepare sessions for publication: stable key, event chunks, content hashes.
+
+    Reads `snapshot` records (and reads the sessions `summary` records name) from
+    stdin; writes `prepared` records. Other records pass through unchanged.
+
+    \b
+    Example:
+        agentctl list codex | agentctl prepare | agentctl publish
+        agentctl read --source codex ID | agentctl prepare | jq .snapshotHash
+    """
+    writer = run_stage(app, PrepareStage(make_read_stage(app)), stdin=stdin_if_piped())
+    exit_for(writer)

@@ -1,0 +1,40 @@
+"""`agentctl read`: read the sessions that summary records or arguments name."""
+
+from __future__ import annotations
+
+import click
+
+from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
+from cli.context import AppContext
+from cli.errors import EXIT_USAGE, CliError
+from cli.pipeline import ReadStage
+
+
+def make_read_stage(app: AppContext) -> ReadStage:
+    return ReadStage(app.create_driver)
+
+
+@click.command("read")
+@click.argument("session_ids", nargs=-1)
+@click.option("-s", "--source", "source_id", help="Source of the SESSION_IDS given as arguments.")
+@click.pass_obj
+def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str | None) -> None:
+    """Read whole sessions: `summary` records on stdin, or SESSION_IDS of --source.
+
+    Writes one `snapshot` record per session read (with Git context), an `error`
+    record per session that failed, and an `outcome` per source. Other records
+    pass through unchanged.
+
+    \b
+    Example:
+        agentctl list codex | agentctl read > sessions.jsonl
+        agentctl read --source codex 01a22a97-85da-7782-be82-6201c96deaee
+    """
+    if session_ids and not source_id:
+        raise CliError("session ids given without --source; say which source they belong to", EXIT_USAGE)
+    stage = make_read_stage(app)
+    if source_id:
+        app.source_config(source_id)  # unknown source: a usage error before any work
+    initial = stage.read_ids(source_id, list(session_ids)) if session_ids else ()
+    writer = run_stage(app, stage, initial=initial, stdin=None if session_ids else stdin_if_piped())
+    exit_for(writer)

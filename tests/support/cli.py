@@ -1,0 +1,82 @@
+"""Run `agentctl` as a real process, alone or as a real pipeline of processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AGENTCTL = str(Path(sys.executable).parent / "agentctl")
+REPO = Path(__file__).resolve().parents[2]
+CODEX_BIN = REPO / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["record"] == kind]
+
+
+def agentctl_env(state_dir: Path, config: Path | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCTL_")}
+    env["AGENTCTL_STATE_DIR"] = str(state_dir)
+    env["AGENTCTL_CONFIG"] = str(config) if config else str(state_dir / "no-config.toml")
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], env: dict[str, str], input: str | None = None, timeout: float = 300) -> Run:
+    done = subprocess.run(
+        [AGENTCTL, *args], input=input, env=env, capture_output=True, text=True, timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def pipeline(stages: list[list[str]], env: dict[str, str], input: str | None = None, timeout: float = 300) -> list[Run]:
+    """Run `agentctl A | agentctl B | ...` with real pipes; returns one Run per stage
+    (stdout is captured for the last stage only)."""
+    procs: list[subprocess.Popen] = []
+    previous = None
+    for index, args in enumerate(stages):
+        first = index == 0
+        proc = subprocess.Popen(
+            [AGENTCTL, *args], env=env, text=True,
+            stdin=(subprocess.PIPE if input is not None else subprocess.DEVNULL) if first else previous.stdout,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        if previous is not None:
+            previous.stdout.close()  # the next stage owns it now: SIGPIPE reaches the writer
+        procs.append(proc)
+        previous = proc
+    if input is not None:
+        procs[0].stdin.write(input)
+        procs[0].stdin.close()
+    last_out, last_err = procs[-1].communicate(timeout=timeout)
+    runs = []
+    for proc in procs[:-1]:
+        proc.wait(timeout=timeout)
+        runs.append(Run(proc.returncode, "", proc.stderr.read()))
+        proc.stderr.close()
+    runs.append(Run(procs[-1].returncode, last_out, last_err))
+    return runs
+
+
+def write_codex_config(path: Path, codex_home: Path, source_id: str = "codex") -> Path:
+    path.write_text(
+        f'[sources.{source_id}]\ndriver = "codex-app-server"\n'
+        f'codexHome = "{codex_home}"\ncodexBin = "{CODEX_BIN}"\n'
+    )
+    return path
