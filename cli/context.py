@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from cli.errors import EXIT_USAGE, CliError
-from lib.config import Config, ConfigError, load_config
-from lib.drivers.base import AgentDriver
+from cli.errors import EXIT_LOCKED, EXIT_USAGE, CliError
+from lib.config import Config, ConfigError, builtin_source_homes, default_config_path, load_config
+from lib.drivers.base import AgentDriver, DriverError
 from lib.drivers.registry import create_driver
 from lib.fabric.identity import Identity, IdentityError, load_or_create_identity
-from lib.types import AgentSourceConfig, normalize_source_id
+from lib.fabric.publish_lock import PublishLockHeld, describe_holder
+from lib.fabric.session_reader import SessionReader
+from lib.fabric.store import StoreError, open_store
+from lib.fabric.target import FabricTarget, PublishedSession, TargetError
+from lib.git_context import GitContextResolver
+from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 T = TypeVar("T")
 
@@ -35,6 +42,7 @@ class AppContext:
     quiet: bool = False
     _config: Config | None = field(default=None, repr=False)
     _identity: Identity | None = field(default=None, repr=False)
+    _target: FabricTarget | None = field(default=None, repr=False)
 
     @property
     def config(self) -> Config:
@@ -69,6 +77,100 @@ class AppContext:
     def space_did(self) -> str:
         """The space to publish into: --space, the configuration, else the user's own DID."""
         return self.space or self.config.space or self.identity.did
+
+    def clock(self) -> Callable[[], datetime] | None:
+        """`AGENTCTL_CLOCK` (an ISO time) fixes the clock, for reproducible publications."""
+        fixed = os.environ.get("AGENTCTL_CLOCK")
+        if not fixed:
+            return None
+        try:
+            moment = datetime.fromisoformat(fixed.replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(f"AGENTCTL_CLOCK is not an ISO time: {fixed!r}", EXIT_USAGE) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return lambda: moment
+
+    def git_resolver(self) -> GitContextResolver:
+        clock = self.clock()
+        return GitContextResolver(clock=clock) if clock else GitContextResolver()
+
+    def store_exists(self) -> bool:
+        url = self.resolved_store_url
+        return not url.startswith("sqlite:///") or Path(url[len("sqlite://"):]).exists()
+
+    def open_target(self) -> FabricTarget:
+        """The Fabric target for --store and --space, owned by the user's identity."""
+        if self._target is None:
+            url = self.resolved_store_url
+            try:
+                store = open_store(url)
+            except StoreError as exc:
+                raise CliError(str(exc), EXIT_USAGE) from None
+            clock = self.clock()
+            try:
+                self._target = FabricTarget.open(
+                    store,
+                    space=self.space_did,
+                    owner=self.identity.did,
+                    store_url=url,
+                    clock=clock,
+                    resolver=GitContextResolver(clock=clock) if clock else None,
+                    on_lock_wait=self._lock_wait_message,
+                )
+            except TargetError as exc:
+                raise CliError(f"{exc.message} ({url}, space {self.space_did})") from None
+        return self._target
+
+    def session_reader(self) -> SessionReader:
+        target = self.open_target()
+        return SessionReader(target.store, target.space, target.owner)
+
+    def published_sessions(self) -> dict[str, PublishedSession]:
+        """What the target has published; empty (and nothing created) when no store exists."""
+        if not self.store_exists():
+            return {}
+        return self.open_target().published_sessions()
+
+    def _lock_wait_message(self, holder: dict | None) -> None:
+        self.say(f"agentctl: waiting for the publish lock ({describe_holder(holder)})")
+
+    def close(self) -> None:
+        if self._target is not None:
+            self._target.store.close()
+            self._target = None
+
+    @contextmanager
+    def locked_publication(self) -> Iterator[None]:
+        """Turns a publish lock held past its timeout into exit 4 with the holder named."""
+        try:
+            yield
+        except PublishLockHeld as exc:
+            raise CliError(exc.message, EXIT_LOCKED) from None
+
+    def descriptor_of(self, source_id: str) -> SourceDescriptor:
+        """A configured source's descriptor, without starting its driver."""
+        config = self.config.source(source_id)
+        if config is None:
+            raise ValueError(f"records name source {source_id!r}, which is not configured; add it to {self.config.path or 'the configuration'}")
+        try:
+            return create_driver(config).source
+        except DriverError:
+            return SourceDescriptor(id=normalize_source_id(config.id), driver=config.driver)
+
+    def default_sync_sources(self) -> list[str]:
+        """Enabled configured sources; with no configuration file, the built-in sources
+        whose homes exist on this machine."""
+        if self.config.from_file:
+            return [normalize_source_id(s.id) for s in self.config.enabled_sources()]
+        homes = builtin_source_homes()
+        return [s.id for s in self.config.sources if s.id in homes and homes[s.id].is_dir()]
+
+    def no_sources_message(self) -> str:
+        if self.config.from_file:
+            return f"no enabled sources in {self.config.path}; enable one or name it: agentctl sync SOURCE"
+        looked = ", ".join(str(p) for p in builtin_source_homes().values())
+        return f"no agent homes found (looked for {looked}); name a source or configure one in {default_config_path()}"
 
     def source_config(self, source_id: str) -> AgentSourceConfig:
         source = self.config.source(source_id)

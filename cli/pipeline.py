@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lib.prepare import PreparedSession, prepare_session
 from pydantic import ValidationError
 
 from cli.records import InputRecord, error_record
 from lib.drivers.base import AgentDriver, DriverError
 from lib.git_context import GitContextResolver
+from lib.prepare import PreparedSession, prepare_session
 from lib.reconcile import CollectionError, merge_inventory_lifecycle, stream_source
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
@@ -86,6 +86,34 @@ def list_source(driver: AgentDriver, observation_sequence: int | None = None) ->
     yield {"record": "outcome", "stage": "list", **outcome}
 
 
+class DriverPool:
+    """Started drivers by source id, shared by the stages of one process.
+
+    A source whose driver cannot be created or started is remembered as its error, so
+    every session of that source reports the same reason without retrying the start.
+    """
+
+    def __init__(self, factory: Callable[[str], AgentDriver]) -> None:
+        self._factory = factory
+        self._drivers: dict[str, AgentDriver | DriverError] = {}
+
+    def get(self, source_id: str) -> AgentDriver | DriverError:
+        if source_id not in self._drivers:
+            try:
+                driver = self._factory(source_id)
+                driver.start()
+                self._drivers[source_id] = driver
+            except DriverError as exc:
+                self._drivers[source_id] = exc
+        return self._drivers[source_id]
+
+    def close(self) -> None:
+        for driver in self._drivers.values():
+            if isinstance(driver, AgentDriver):
+                driver.stop()
+        self._drivers.clear()
+
+
 @dataclass
 class SourceReadState:
     """What the read stage learned about one source while reading its sessions."""
@@ -104,15 +132,14 @@ class ReadStage:
 
     def __init__(
         self,
-        driver_factory: Callable[[str], AgentDriver],
+        drivers: DriverPool,
         *,
         retain: RetainPredicate | None = None,
         git: GitContextResolver | None = None,
     ) -> None:
-        self._driver_factory = driver_factory
+        self._drivers = drivers
         self._retain = retain
         self._git = (git or GitContextResolver()).begin_observation()
-        self._drivers: dict[str, AgentDriver | DriverError] = {}
         self._sources: dict[str, SourceReadState] = {}
 
     def handle(self, item: Item) -> Iterator[Item]:
@@ -131,10 +158,7 @@ class ReadStage:
                 yield self._outcome(source_id, state, inventory=None)
 
     def close(self) -> None:
-        for driver in self._drivers.values():
-            if isinstance(driver, AgentDriver):
-                driver.stop()
-        self._drivers.clear()
+        self._drivers.close()
 
     def read_ids(self, source_id: str, session_ids: list[str]) -> Iterator[Item]:
         for session_id in session_ids:
@@ -162,7 +186,7 @@ class ReadStage:
             state.retained += 1
             yield summary_record("retained", source_id, self._git.enrich(summary))
             return
-        driver = self._driver(source_id)
+        driver = self._drivers.get(source_id)
         if isinstance(driver, DriverError):
             yield self._error(state, source_id, session_id, driver.code, driver.message)
             return
@@ -180,16 +204,6 @@ class ReadStage:
         if not snapshot.complete:
             state.incomplete_snapshots += 1
         yield snapshot_record(source_id, driver.source.driver, snapshot)
-
-    def _driver(self, source_id: str) -> AgentDriver | DriverError:
-        if source_id not in self._drivers:
-            try:
-                driver = self._driver_factory(source_id)
-                driver.start()
-                self._drivers[source_id] = driver
-            except DriverError as exc:
-                self._drivers[source_id] = exc
-        return self._drivers[source_id]
 
     def _error(self, state: SourceReadState, source_id: str, session_id: str, code: str, message: str) -> dict:
         record = error_record(self.stage, code, message, source_id=source_id, native_session_id=session_id)

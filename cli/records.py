@@ -68,6 +68,21 @@ def read_records(stream: IO[str], stage: str, writer: RecordWriter) -> Iterator[
         yield InputRecord(kind=kind, data=data, text=text if text.endswith("\n") else text + "\n", line=number)
 
 
+def _json_default(value: Any) -> Any:
+    """Fabric values plain JSON cannot hold: a link as its JSON form, the rest as fvj1 tags."""
+    from lib.fabric.values import Link, encode
+
+    if isinstance(value, Link):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    return encode(value)
+
+
+def to_json_line(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=_json_default) + "\n"
+
+
 class RecordWriter:
     """Writes records to stdout, one per line, flushed so pipelines stream."""
 
@@ -83,7 +98,7 @@ class RecordWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         self._count(record["record"])
-        self.stream.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.stream.write(to_json_line(record))
         self.stream.flush()
 
     def write_pieces(self, kind: str, pieces: Iterable[str]) -> None:

@@ -76,6 +76,16 @@ def builtin_sources() -> tuple[AgentSourceConfig, ...]:
     )
 
 
+def builtin_source_homes(environ: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Where the built-in sources keep their sessions: `sync` without configuration
+    collects a built-in source only when its home exists."""
+    env = os.environ if environ is None else environ
+    return {
+        "codex": Path(env.get("CODEX_HOME") or Path.home() / ".codex").expanduser(),
+        "claude": Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser(),
+    }
+
+
 def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Read the configuration; a missing file (at the default path) means the built-ins."""
     explicit = path is not None or bool((os.environ if environ is None else environ).get("AGENTCTL_CONFIG"))

@@ -31,12 +31,15 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
         agentctl list codex --json | jq -r .summary.title
     """
     driver = app.create_driver(source)
+    # The observation sequence is allocated before the first provider call, so a
+    # publication of this listing can be ordered against refreshes that start later.
+    sequence = app.open_target().begin_session_observation()
     try:
         driver.start()
     except DriverError as exc:
         raise CliError(f"source {driver.source.id} cannot start: {exc.message}", EXIT_FAILURE) from None
     try:
-        records = list_source(driver)
+        records = list_source(driver, sequence)
         if as_json or not sys.stdout.isatty():
             writer = RecordWriter()
             for record in records:

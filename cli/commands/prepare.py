@@ -11,8 +11,9 @@ from cli.pipeline import PrepareStage
 
 
 @click.command("prepare")
+@click.option("--full", is_flag=True, help="Read every session summary records name, even unchanged ones.")
 @click.pass_obj
-def prepare_command(app: AppContext) -> None:
+def prepare_command(app: AppContext, full: bool) -> None:
     """Prepare sessions for publication: stable key, event chunks, content hashes.
 
     Reads `snapshot` records (and reads the sessions `summary` records name) from
@@ -23,5 +24,5 @@ def prepare_command(app: AppContext) -> None:
         agentctl list codex | agentctl prepare | agentctl publish
         agentctl read --source codex ID | agentctl prepare | jq .snapshotHash
     """
-    writer = run_stage(app, PrepareStage(make_read_stage(app)), stdin=stdin_if_piped())
+    writer = run_stage(app, PrepareStage(make_read_stage(app, full=full)), stdin=stdin_if_piped())
     exit_for(writer)

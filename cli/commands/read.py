@@ -7,23 +7,34 @@ import click
 from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
 from cli.context import AppContext
 from cli.errors import EXIT_USAGE, CliError
-from cli.pipeline import ReadStage
+from cli.pipeline import DriverPool, ReadStage
+from cli.publishing import retain_unchanged
 
 
-def make_read_stage(app: AppContext) -> ReadStage:
-    return ReadStage(app.create_driver)
+def make_read_stage(app: AppContext, *, full: bool = False, drivers: DriverPool | None = None) -> ReadStage:
+    """A read stage that retains (does not read) sessions whose published copy is
+    current, unless `full`; the same rule `agentctl sync` uses."""
+    retain = None
+    if not full:
+        published = app.published_sessions()
+        if published:
+            retain = retain_unchanged(published, lambda source_id: app.source_config(source_id).driver)
+    return ReadStage(drivers or DriverPool(app.create_driver), retain=retain, git=app.git_resolver())
 
 
 @click.command("read")
 @click.argument("session_ids", nargs=-1)
 @click.option("-s", "--source", "source_id", help="Source of the SESSION_IDS given as arguments.")
+@click.option("--full", is_flag=True, help="Read every session, even those whose published copy is current.")
 @click.pass_obj
-def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str | None) -> None:
+def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str | None, full: bool) -> None:
     """Read whole sessions: `summary` records on stdin, or SESSION_IDS of --source.
 
     Writes one `snapshot` record per session read (with Git context), an `error`
     record per session that failed, and an `outcome` per source. Other records
-    pass through unchanged.
+    pass through unchanged. A listed session whose update time equals that of its
+    complete published copy is not read: it becomes a `retained` record (--full
+    reads it anyway).
 
     \b
     Example:
@@ -32,7 +43,7 @@ def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str |
     """
     if session_ids and not source_id:
         raise CliError("session ids given without --source; say which source they belong to", EXIT_USAGE)
-    stage = make_read_stage(app)
+    stage = make_read_stage(app, full=full or bool(session_ids))
     if source_id:
         app.source_config(source_id)  # unknown source: a usage error before any work
     initial = stage.read_ids(source_id, list(session_ids)) if session_ids else ()

@@ -1,0 +1,183 @@
+"""The publish stage: records in, Fabric state out, one `published` record per session.
+
+It wraps the prepare stage (which wraps the read stage), so it accepts the records of
+every earlier stage: `summary` records are read, `snapshot` records are prepared, and
+`prepared`, `retained`, `error`, `source` and `outcome` records are published.
+`agentctl sync` runs the same stages in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from cli.pipeline import Item, PrepareStage, data_of, kind_of
+from cli.records import error_record
+from lib.fabric.publication import Publication, PublicationError, PublicationSummary
+from lib.fabric.target import FabricTarget, PublishedSession
+from lib.prepare import PreparedSession
+from lib.session_key import session_key
+from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
+
+
+def retain_unchanged(
+    published: dict[str, PublishedSession], driver_of: Callable[[str], str | None]
+) -> Callable[[str, SessionSummary], bool]:
+    """The retain predicate: a session whose inventory update time equals that of its
+    complete published copy (from the same driver) is retained without being read."""
+
+    def retain(source_id: str, summary: SessionSummary) -> bool:
+        if summary.updated_at is None:
+            return False
+        copy = published.get(session_key(source_id, summary.native_session_id))
+        return (
+            copy is not None
+            and copy.status == "complete"
+            and copy.updated_at == summary.updated_at
+            and copy.driver == driver_of(source_id)
+        )
+
+    return retain
+
+
+class PublishStage:
+    """Feeds one streaming publication; commits the indexes at the end."""
+
+    stage = "publish"
+
+    def __init__(
+        self,
+        prepare_stage: PrepareStage,
+        target: FabricTarget,
+        descriptor_of: Callable[[str], SourceDescriptor],
+        *,
+        preserve_untouched_status: bool = False,
+    ) -> None:
+        self._inner = prepare_stage
+        self._target = target
+        self._descriptor_of = descriptor_of
+        self._preserve = preserve_untouched_status
+        self._publication: Publication | None = None
+        self.summary: PublicationSummary | None = None
+        self._begun: set[str] = set()
+
+    @property
+    def publication(self) -> Publication:
+        if self._publication is None:
+            self._publication = self._target.publication(preserve_untouched_status=self._preserve)
+        return self._publication
+
+    def handle(self, item: Item) -> Iterator[Item]:
+        for out in self._inner.handle(item):
+            yield from self._publish(out)
+
+    def finish(self) -> Iterator[Item]:
+        for out in self._inner.finish():
+            yield from self._publish(out)
+        self.summary = self.publication.commit()
+        self._publication = None
+        yield publication_record(self.summary)
+
+    def close(self) -> None:
+        self._inner.close()
+        if self._publication is not None:
+            self._publication.close()  # an unfinished publication commits nothing
+            self._publication = None
+
+    # -- one record ---------------------------------------------------------------------
+
+    def _publish(self, item: Item) -> Iterator[Item]:
+        kind = kind_of(item)
+        try:
+            if isinstance(item, PreparedSession):
+                self._begin_implicitly(item.source_id)
+                yield published_record(self.publication.add_prepared(item).to_wire())
+            elif kind == "prepared":
+                prepared = PreparedSession.from_record(data_of(item))
+                self._begin_implicitly(prepared.source_id)
+                yield published_record(self.publication.add_prepared(prepared).to_wire())
+            elif kind == "source":
+                yield from self._source(data_of(item))
+            elif kind == "retained":
+                yield from self._retained(data_of(item))
+            elif kind == "error":
+                self._error(data_of(item))
+                yield item
+            elif kind == "outcome" and data_of(item).get("stage") == "read":
+                data = data_of(item)
+                source_id = normalize_source_id(str(data.get("sourceId", "")))
+                self._begin_implicitly(source_id)
+                self.publication.end_source({**data, "sourceId": source_id})
+                yield item
+            else:
+                yield item
+        except (ValueError, ValidationError, PublicationError) as exc:
+            data = data_of(item) if not isinstance(item, PreparedSession) else {}
+            yield error_record(
+                self.stage, getattr(exc, "code", "bad-input"), _message(exc),
+                source_id=data.get("sourceId"), native_session_id=data.get("nativeSessionId"),
+            )
+
+    def _source(self, data: dict[str, Any]) -> Iterator[Item]:
+        descriptor = SourceDescriptor.model_validate(data.get("source"))
+        descriptor = descriptor.model_copy(update={"id": normalize_source_id(descriptor.id)})
+        self._begun.add(descriptor.id)
+        self.publication.begin_source(descriptor, data.get("observationSequence"))
+        yield {**data, "source": descriptor.to_wire()}
+
+    def _retained(self, data: dict[str, Any]) -> Iterator[Item]:
+        source_id = normalize_source_id(str(data.get("sourceId", "")))
+        summary = SessionSummary.model_validate(data.get("summary"))
+        self._begin_implicitly(source_id)
+        yield published_record(self.publication.add_retained(source_id, summary).to_wire())
+
+    def _error(self, data: dict[str, Any]) -> None:
+        # Only a session's failed read or retention touches its row; a bad input line
+        # names no session and stays an error record of the stream.
+        source_id = data.get("sourceId")
+        if data.get("stage") not in ("read", "list", "start") or not source_id:
+            return
+        source_id = normalize_source_id(source_id)
+        if data.get("stage") == "start":
+            self._begun.add(source_id)
+            self.publication.source_failed(self._descriptor_of(source_id), data["code"], data["message"])
+            return
+        self._begin_implicitly(source_id)
+        if data.get("stage") == "read" and data.get("nativeSessionId"):
+            self.publication.add_error(source_id, data["nativeSessionId"], data["code"], data["message"])
+
+    def _begin_implicitly(self, source_id: str) -> None:
+        """Records of a source whose `source` record never came (`read ID | publish`):
+        the configured descriptor, observed from now."""
+        if source_id not in self._begun:
+            self._begun.add(source_id)
+            self.publication.begin_source(self._descriptor_of(source_id), None)
+
+
+def published_record(outcome: dict[str, Any]) -> dict[str, Any]:
+    return {"record": "published", **outcome}
+
+
+def publication_record(summary: PublicationSummary) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for status in summary.statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    return {
+        "record": "publication",
+        "generation": summary.generation,
+        "sessionCount": summary.session_count,
+        "written": summary.written,
+        "unchanged": summary.unchanged,
+        "cellsWritten": summary.cells_written,
+        "statuses": dict(sorted(counts.items())),
+        "sources": summary.sources,
+    }
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc']) or 'value'}: {first['msg']}"
+    return getattr(exc, "message", None) or str(exc)
