@@ -40,6 +40,7 @@ class AppContext:
     state_dir: str | None = None
     verbose: int = 0
     quiet: bool = False
+    lock_timeout: float | None = None
     _config: Config | None = field(default=None, repr=False)
     _identity: Identity | None = field(default=None, repr=False)
     _target: FabricTarget | None = field(default=None, repr=False)
@@ -117,6 +118,7 @@ class AppContext:
                     clock=clock,
                     resolver=GitContextResolver(clock=clock) if clock else None,
                     on_lock_wait=self._lock_wait_message,
+                    **({"lock_timeout": self.lock_timeout} if self.lock_timeout is not None else {}),
                 )
             except TargetError as exc:
                 raise CliError(f"{exc.message} ({url}, space {self.space_did})") from None

@@ -20,9 +20,11 @@ def make_publish_stage(app: AppContext, *, full: bool = False, drivers=None) -> 
 
 
 @click.command("publish")
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds to wait for another publication to finish (exit 4 after).")
 @click.option("--full", is_flag=True, help="Read every session summary records name, even unchanged ones.")
 @click.pass_obj
-def publish_command(app: AppContext, full: bool) -> None:
+def publish_command(app: AppContext, lock_timeout: float, full: bool) -> None:
     """Publish sessions into the Fabric space (--store, --space).
 
     Reads `source`, `prepared`, `snapshot`, `summary`, `retained`, `error` and
@@ -36,6 +38,7 @@ def publish_command(app: AppContext, full: bool) -> None:
         agentctl list codex | agentctl prepare | agentctl publish
         agentctl list codex | agentctl read | agentctl prepare | agentctl publish
     """
+    app.lock_timeout = lock_timeout
     with app.locked_publication():
         writer = run_stage(app, make_publish_stage(app, full=full), stdin=stdin_if_piped())
     exit_for(writer)

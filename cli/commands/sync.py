@@ -18,10 +18,14 @@ from lib.drivers.base import DriverError
 
 @click.command("sync")
 @click.argument("sources", nargs=-1)
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds to wait for another publication to finish (exit 4 after).")
 @click.option("--full", is_flag=True, help="Read every session, even those whose published copy is current.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines even on a terminal.")
 @click.pass_obj
-def sync_command(app: AppContext, sources: tuple[str, ...], full: bool, as_json: bool) -> None:
+def sync_command(
+    app: AppContext, sources: tuple[str, ...], lock_timeout: float, full: bool, as_json: bool
+) -> None:
     """Collect SOURCES (default: every enabled source) and publish them.
 
     Streams: one session is read, prepared and published before the next is read,
@@ -39,6 +43,7 @@ def sync_command(app: AppContext, sources: tuple[str, ...], full: bool, as_json:
     source_ids = [app.source_config(s).id for s in sources] if sources else app.default_sync_sources()
     if not source_ids:
         raise CliError(app.no_sources_message(), EXIT_USAGE)
+    app.lock_timeout = lock_timeout
     as_records = as_json or not sys.stdout.isatty()
     writer = RecordWriter() if as_records else RecordWriter(stream=_Summary(app))
     drivers = DriverPool(app.create_driver)

@@ -64,6 +64,7 @@ def pipeline(stages: list[list[str]], env: dict[str, str], input: str | None = N
     if input is not None:
         procs[0].stdin.write(input)
         procs[0].stdin.close()
+        procs[0].stdin = None  # communicate() must not flush it again
     last_out, last_err = procs[-1].communicate(timeout=timeout)
     runs = []
     for proc in procs[:-1]:
