@@ -44,7 +44,7 @@ from lib.fabric.schemas import (
     scope,
 )
 from lib.fabric.session_graph import GraphTarget
-from lib.fabric.store import ConflictError, Labels, Store
+from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store
 from lib.git_context import GitContextResolver
 from lib.session_key import session_key
 
@@ -154,29 +154,30 @@ class FabricTarget:
         }
 
     def _initialise_roots(self) -> None:
-        with self.lock:
-            for attempt in range(_OPEN_ATTEMPTS):
-                try:
-                    with self.store.transaction(self.space, self.writer) as tx:
-                        for cell, initial in self._root_values().items():
-                            document = tx.read(cell)
-                            if document is None:
-                                tx.require_absent(cell)
-                                tx.write(cell, initial, self.labels)
-                            elif not self._protected(document.labels):
-                                raise TargetError(
-                                    "unprotected-root",
-                                    f"root cell {cell} exists without the owner's protection "
-                                    f"(confidentiality {list(document.labels.confidentiality)}, "
-                                    f"integrity {list(document.labels.integrity)}); "
-                                    f"it is not adopted",
-                                )
-                        tx.commit()
-                    return
-                except ConflictError:
-                    # another process initialised a root meanwhile: check again
-                    if attempt == _OPEN_ATTEMPTS - 1:
-                        raise
+        # No publish lock: require_absent makes two concurrent opens safe (the loser's
+        # commit conflicts and it checks again), and read-only commands never wait for
+        # a running publication.
+        for attempt in range(_OPEN_ATTEMPTS):
+            try:
+                with self.store.transaction(self.space, self.writer) as tx:
+                    for cell, initial in self._root_values().items():
+                        document = tx.read(cell)
+                        if document is None:
+                            tx.require_absent(cell)
+                            tx.write(cell, initial, self.labels)
+                        elif not self._protected(document.labels):
+                            raise TargetError(
+                                "unprotected-root",
+                                f"root cell {cell} exists without the owner's protection "
+                                f"(confidentiality {list(document.labels.confidentiality)}, "
+                                f"integrity {list(document.labels.integrity)}); "
+                                f"it is not adopted",
+                            )
+                    tx.commit()  # writes nothing when every root exists
+                return
+            except (ConflictError, PreconditionFailed):
+                if attempt == _OPEN_ATTEMPTS - 1:
+                    raise
 
     def _protected(self, labels: Labels) -> bool:
         return (

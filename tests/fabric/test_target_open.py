@@ -73,3 +73,13 @@ def test_a_root_the_owner_can_read_but_others_can_write_is_rejected(tmp_path: Pa
     with pytest.raises(TargetError) as caught:
         env.target()
     assert caught.value.code == "unprotected-root"
+
+
+def test_opening_a_target_does_not_wait_for_a_running_publication(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    publication = env.target().publication()  # holds the publish lock
+    try:
+        reader = env.target(lock_timeout=0)
+        assert reader.published_sessions() == {}
+    finally:
+        publication.close()
