@@ -18,10 +18,11 @@ Errors are CaptureError with code "cycle", "unsupported-value" or "too-deep".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+import lib.hashing as _hashing
 from lib.frozen import FrozenDict, sorted_keys
 from lib.hashing import (  # the fused walk shares hashing's encoders and string cache
     _ARRAY,
@@ -32,7 +33,6 @@ from lib.hashing import (  # the fused walk shares hashing's encoders and string
     _NULL,
     _NUM,
     _OBJECT,
-    _SHORT_LIMIT,
     _TRUE,
     _UNDEF,
     HOLE,
@@ -48,7 +48,7 @@ from lib.hashing import (  # the fused walk shares hashing's encoders and string
     encode_value,
 )
 
-__all__ = ["CaptureError", "capture", "capture_encoded"]
+__all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]
 
 
 class CaptureError(ValueError):
@@ -65,9 +65,33 @@ def capture(value: Any) -> Any:
     return capture_encoded(value)[0]
 
 
-def capture_encoded(value: Any) -> tuple[Any, bytes]:
-    """(captured value, its value-hash byte stream); sha256 of the stream is value_hash."""
+class Captured(NamedTuple):
+    value: Any
+    stream: bytes
+    """The value-hash byte stream: sha256(stream) is lib.hashing.value_hash(value)."""
+    ascii_json: bool
+    """True when no string holds a character >= U+007F, so the value's ASCII-escaped JSON
+    is also its UTF-8 JSON (False may be a false alarm, never the other way round)."""
+    plain_json: bool
+    """False when the value holds UNDEFINED, HOLE, bytes, a BigInt or a link, which plain
+    JSON cannot hold (non-finite floats are left to the JSON encoder to refuse)."""
+
+
+# Values seen that plain JSON cannot hold; read before and after a walk, like
+# lib.hashing._wide_strings (another thread can only add false alarms).
+_non_json = 0
+
+
+def _note_non_json() -> None:
+    global _non_json
+    _non_json += 1
+
+
+def capture_encoded(value: Any) -> Captured:
+    """The captured value, its value-hash stream, and what its JSON form can be."""
     buf = bytearray()
+    wide_before = _hashing._wide_strings
+    non_json_before = _non_json
     try:
         captured = _cap_value(value, buf)
     except RecursionError:
@@ -76,7 +100,9 @@ def capture_encoded(value: Any) -> tuple[Any, bytes]:
         raise CaptureError("too-deep", "value is nested too deeply to capture") from None
     except HashError as exc:
         raise CaptureError(exc.code, exc.message) from None
-    return captured, bytes(buf)
+    return Captured(
+        captured, bytes(buf), _hashing._wide_strings == wide_before, _non_json == non_json_before
+    )
 
 
 class _Building(dict):
@@ -109,7 +135,7 @@ def _cap_dict(d: Mapping[Any, Any], buf: bytearray) -> FrozenDict:
         if t is str:
             e = cache.get(v)
             if e is None:
-                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+                e = _str_miss(v)
             buf += e
         elif t is int:
             buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
@@ -158,7 +184,7 @@ def _cap_list(a: Any, buf: bytearray) -> tuple[Any, ...]:
         elif t is str:
             e = cache.get(v)
             if e is None:
-                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+                e = _str_miss(v)
             buf += e
         elif t is int:
             buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
@@ -172,6 +198,7 @@ def _cap_list(a: Any, buf: bytearray) -> tuple[Any, ...]:
             buf += _NAN if v != v else _NUM(0x23, v)
         elif v is HOLE:
             holes += 1
+            _note_non_json()
         else:
             v = _cap_other(v, buf)
         append(v)
@@ -195,10 +222,12 @@ def _cap_value(v: Any, buf: bytearray) -> Any:
 
 def _cap_other(v: Any, buf: bytearray) -> Any:
     """Everything the inline fast paths do not cover: subclasses, tuples, models, links."""
+    global _non_json
     if v is None:
         buf += _NULL
         return None
     if v is UNDEFINED:
+        _non_json += 1
         buf += _UNDEF
         return v
     if v is HOLE:
@@ -207,6 +236,7 @@ def _cap_other(v: Any, buf: bytearray) -> Any:
         buf += _TRUE if v else _FALSE
         return bool(v)
     if isinstance(v, BigInt):
+        _non_json += 1
         buf += _bigint(int(v))
         return v if type(v) is BigInt else BigInt(v)
     if isinstance(v, int):
@@ -222,6 +252,7 @@ def _cap_other(v: Any, buf: bytearray) -> Any:
         buf += _encode_str(v)
         return v
     if isinstance(v, bytes | bytearray | memoryview):
+        _non_json += 1
         raw = bytes(v)
         buf += b"\x25" + _leb128(len(raw)) + raw
         return raw
@@ -234,6 +265,7 @@ def _cap_other(v: Any, buf: bytearray) -> Any:
         return _cap_value(v.model_dump(by_alias=True), buf)
     if hasattr(v, "__fabric_json__"):
         # An immutable Fabric value (a Link): kept whole, hashed as its JSON form.
+        _non_json += 1
         buf += encode_value(v)
         return v
     raise CaptureError("unsupported-value", f"cannot capture a value of type {type(v).__name__}")

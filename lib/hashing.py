@@ -24,7 +24,9 @@ __all__ = [
     "HOLE",
     "UNDEFINED",
     "BigInt",
+    "Encoded",
     "HashError",
+    "clear_string_cache",
     "content_hash",
     "digest_to_content_hash",
     "encode_value",
@@ -69,6 +71,19 @@ class BigInt(int):
 
     def __repr__(self) -> str:
         return f"BigInt({int(self)})"
+
+
+class Encoded:
+    """A subtree given by its value-hash byte stream (from encode_value or capture).
+
+    Lets a caller hash a structure around parts it has already encoded without walking
+    them again: value_hash({"a": Encoded(encode_value(x))}) == value_hash({"a": x}).
+    """
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: bytes) -> None:
+        self.stream = bytes(stream)
 
 
 class HashError(TypeError):
@@ -117,29 +132,54 @@ def _leb128(n: int) -> bytes:
 _SHORT_PREFIX = tuple(b"\x24" + _leb128(n) for n in range(_SHORT_LIMIT + 1))
 
 
+# Strings seen holding a character JSON's ASCII escaping changes (>= U+007F). Only ASCII
+# strings are cached, so every such string passes here: a caller that reads this before
+# and after a walk learns whether the value's ASCII-escaped JSON is also its UTF-8 JSON.
+# (Another thread's walk can only add false alarms, never hide one.)
+_wide_strings = 0
+
+
 def _encode_str(s: str) -> bytes:
+    """Encoding of any str (no caching)."""
+    if s.isascii() and "\x7f" not in s:
+        raw = s.encode("ascii")
+        n = len(raw)
+        return _SHORT_PREFIX[n] + raw if n <= _SHORT_LIMIT else _LONG + _sha256(raw).digest()
+    return _encode_wide(s)
+
+
+def _encode_wide(s: str) -> bytes:
+    global _wide_strings
+    _wide_strings += 1
+    if has_surrogate(s):
+        if len(_odd_keys) > 4096:
+            _odd_keys.clear()  # safe: a wide string is re-added each time it is encoded
+        _odd_keys.add(s)
     raw = utf8(s)
     n = len(raw)
-    if n <= _SHORT_LIMIT:
-        return _SHORT_PREFIX[n] + raw
-    return _LONG + _sha256(raw).digest()
+    return _SHORT_PREFIX[n] + raw if n <= _SHORT_LIMIT else _LONG + _sha256(raw).digest()
 
 
 def _str_miss(s: Any) -> bytes:
-    """Encoding of a string (or key) not in the cache; caches short ones."""
+    """Encoding of a string or key not in the cache; caches short ASCII ones.
+
+    Only ASCII strings are cached, so every wide string passes through _encode_wide.
+    """
     if type(s) is not str:
         if not isinstance(s, str):
             raise HashError("unsupported-value", f"object keys must be strings, not {type(s).__name__}")
         s = str(s)
-    enc = _encode_str(s)
-    if len(s) <= _SHORT_LIMIT:
+    if s.isascii() and "\x7f" not in s:
+        raw = s.encode("ascii")
+        n = len(raw)
+        if n > _SHORT_LIMIT:
+            return _LONG + _sha256(raw).digest()
+        enc = _SHORT_PREFIX[n] + raw
         if len(_str_cache) >= _CACHE_LIMIT:
             _str_cache.clear()
-            _odd_keys.clear()
         _str_cache[s] = enc
-    if not s.isascii() and has_surrogate(s):
-        _odd_keys.add(s)
-    return enc
+        return enc
+    return _encode_wide(s)
 
 
 def _bigint(n: int) -> bytes:
@@ -186,7 +226,7 @@ def _enc_frozen(d: FrozenDict, buf: bytearray) -> None:
         if t is str:
             e = cache.get(v)
             if e is None:
-                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+                e = _str_miss(v)
             buf += e
         elif t is int:
             buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
@@ -220,7 +260,7 @@ def _enc_keys(d: Mapping[Any, Any], keys: list[Any], buf: bytearray) -> None:
         if t is str:
             e = cache.get(v)
             if e is None:
-                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+                e = _str_miss(v)
             buf += e
         elif t is int:
             buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
@@ -255,7 +295,7 @@ def _enc_list(a: Any, buf: bytearray) -> None:
         elif t is str:
             e = cache.get(v)
             if e is None:
-                e = _str_miss(v) if len(v) <= _SHORT_LIMIT else _encode_str(v)
+                e = _str_miss(v)
             buf += e
         elif t is dict:
             _enc_dict(v, buf)
@@ -280,7 +320,9 @@ def _enc_list(a: Any, buf: bytearray) -> None:
 
 def _enc_other(v: Any, buf: bytearray) -> None:
     """Everything the inline fast paths do not cover, including subclasses."""
-    if v is None:
+    if type(v) is Encoded:
+        buf += v.stream
+    elif v is None:
         buf += _NULL
     elif v is UNDEFINED:
         buf += _UNDEF
@@ -344,6 +386,12 @@ def value_hash(value: Any) -> bytes:
     buf = bytearray()
     _encode_into(value, buf)
     return _sha256(buf).digest()
+
+
+def clear_string_cache() -> None:
+    """Drop cached string encodings (after a large walk: cached strings are the walked
+    value's own objects, and a few of them can keep much of its freed memory resident)."""
+    _str_cache.clear()
 
 
 def digest_to_content_hash(digest: bytes) -> str:

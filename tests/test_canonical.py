@@ -46,7 +46,7 @@ def test_a_captured_value_cannot_be_changed():
 
 def test_mutating_the_original_after_capture_changes_nothing_captured():
     original = {"items": [{"text": "a"}], "n": 1}
-    got, stream = capture_encoded(original)
+    got, stream, *_ = capture_encoded(original)
     original["items"][0]["text"] = "changed"
     original["items"].append(2)
     original["n"] = 2
@@ -56,7 +56,7 @@ def test_mutating_the_original_after_capture_changes_nothing_captured():
 
 def test_the_fused_stream_is_the_value_hash_stream_of_both_original_and_capture():
     value = {"x": [1, 2.5, None, True, "s" * 70, {"k": UNDEFINED}, b"\x00", 2**60], "y": -0.0}
-    got, stream = capture_encoded(value)
+    got, stream, *_ = capture_encoded(value)
     assert stream == encode_value(value) == encode_value(got)
 
 
@@ -142,7 +142,7 @@ def test_a_frozen_dict_built_directly_is_in_canonical_order():
 
 def test_keys_with_a_lone_surrogate_sort_by_their_utf8_bytes():
     value = {"\ue000": 1, "\ud800": 2}  # code point order differs from UTF-8 order
-    got, stream = capture_encoded(value)
+    got, stream, *_ = capture_encoded(value)
     assert list(got) == ["\ue000", "\ud800"]
     assert stream == encode_value(value) == encode_value(got)
 
@@ -156,6 +156,15 @@ json_values = st.recursive(
 
 @given(json_values)
 def test_capture_is_idempotent_and_hashes_like_the_original(value):
-    got, stream = capture_encoded(value)
-    again, stream2 = capture_encoded(got)
+    got, stream, *_ = capture_encoded(value)
+    again, stream2, *_ = capture_encoded(got)
     assert again == got and stream2 == stream == encode_value(value)
+
+
+def test_capture_reports_whether_the_value_has_a_plain_ascii_json_form():
+    assert capture_encoded({"a": ["x", 1]}).ascii_json
+    assert not capture_encoded({"a": ["é"]}).ascii_json
+    assert not capture_encoded({"\x7f": 1}).ascii_json
+    assert capture_encoded({"a": [None, 2.5]}).plain_json
+    for odd in (UNDEFINED, b"x", BigInt(1), [1, HOLE]):
+        assert not capture_encoded({"a": odd}).plain_json

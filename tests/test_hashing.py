@@ -207,3 +207,11 @@ def test_a_frozen_dict_hashes_like_the_dict_it_holds():
 
     d = {"b": [1, {"y": 2, "x": 1}], "a": None}
     assert value_hash(FrozenDict(d)) == value_hash(d)
+
+
+def test_an_encoded_subtree_hashes_like_the_value_it_encodes():
+    from lib.hashing import Encoded
+
+    part = {"k": [1, "two" * 40, None]}
+    assert value_hash({"a": Encoded(encode_value(part)), "b": 1}) == value_hash({"a": part, "b": 1})
+    assert value_hash([Encoded(encode_value(part))]) == value_hash([part])

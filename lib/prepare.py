@@ -1,0 +1,263 @@
+"""prepare_session: a snapshot's stable key, captured values, event chunks and hashes.
+
+This is the spec's `prepareSession(sourceId, snapshot, targetChunkBytes?)`: everything a
+publisher needs, computed without touching Fabric. The summary, events and normalized
+messages are captured (immutable, canonical) before anything is measured or hashed.
+
+`snapshotHash` is the content hash of
+
+    {"summary", "normalizedMessages", "revision" (null when absent), "complete",
+     "chunks": [{"part", "contentHash", "byteLength", "eventCount"}, ...]}
+
+so it covers the chunk structure and content hashes, not the events again.
+
+A PreparedSession is written as one `prepared` JSON-lines record. `iter_json_pieces()`
+yields its text piece by piece (each chunk's events joined on their own, from the texts
+measured during chunking), so writing a 50 MB session never builds one 50 MB string.
+`PreparedSession.from_record(obj)` reads a record back, re-capturing and re-measuring
+every chunk and refusing a record whose hashes or lengths do not match its content.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from lib.canonical import capture_encoded
+from lib.chunking import (
+    DEFAULT_TARGET_CHUNK_BYTES,
+    EventChunk,
+    build_chunk,
+    compact_json,
+    iter_chunks,
+)
+from lib.hashing import Encoded, clear_string_cache, content_hash
+from lib.session_key import normalize_key_parts, session_key
+from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary
+
+__all__ = ["PrepareError", "PreparedSession", "prepare_session", "snapshot_hash"]
+
+RECORD = "prepared"
+
+
+class PrepareError(ValueError):
+    """A prepared record that cannot be trusted. `code` is stable, `message` for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def snapshot_hash(
+    summary: Any,
+    normalized_messages: Any,
+    revision: str | None,
+    complete: bool,
+    descriptors: list[dict[str, Any]],
+) -> str:
+    """The snapshot hash over captured summary, messages, and chunk descriptors.
+
+    summary and normalized_messages may be lib.hashing.Encoded streams of the captures.
+    """
+    return content_hash(
+        {
+            "summary": summary,
+            "normalizedMessages": normalized_messages,
+            "revision": revision,
+            "complete": complete,
+            "chunks": descriptors,
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSession:
+    key: str
+    source_id: str
+    native_session_id: str
+    driver: str | None
+    summary: Any
+    normalized_messages: tuple[Any, ...]
+    revision: str | None
+    complete: bool
+    chunks: tuple[EventChunk, ...]
+    snapshot_hash: str
+    # capture saw no character >= U+007F in summary and messages (a JSON fast path)
+    ascii_views: bool = field(default=False, repr=False, compare=False)
+
+    def descriptors(self) -> list[dict[str, Any]]:
+        return [chunk.descriptor() for chunk in self.chunks]
+
+    @property
+    def event_count(self) -> int:
+        return sum(chunk.event_count for chunk in self.chunks)
+
+    def head(self) -> dict[str, Any]:
+        """Every record field except `chunks`."""
+        return {
+            "record": RECORD,
+            "key": self.key,
+            "sourceId": self.source_id,
+            "nativeSessionId": self.native_session_id,
+            "driver": self.driver,
+            "summary": self.summary,
+            "normalizedMessages": self.normalized_messages,
+            "revision": self.revision,
+            "complete": self.complete,
+            "snapshotHash": self.snapshot_hash,
+        }
+
+    def iter_json_pieces(self) -> Iterator[str]:
+        """The record's compact JSON text in pieces (no newline): the head, then each
+        chunk's descriptor and its events array text as measured. No piece is larger
+        than a chunk, so writing costs no more than a chunk of extra memory."""
+        head, _ = compact_json(self.head(), self.ascii_views)
+        yield head[:-1] + ',"chunks":['
+        for index, chunk in enumerate(self.chunks):
+            described, _ = compact_json(chunk.descriptor(), True)
+            yield ("," if index else "") + described[:-1] + ',"events":'
+            yield chunk.json_text
+            yield "}"
+        yield "]}"
+
+    def write_record(self, out: IO[str]) -> None:
+        """Write the record as one JSON line."""
+        for piece in self.iter_json_pieces():
+            out.write(piece)
+        out.write("\n")
+
+    def to_record(self) -> dict[str, Any]:
+        """The whole record as one value (holds every event: for small sessions and tests)."""
+        record = self.head()
+        record["chunks"] = [dict(chunk.descriptor(), events=chunk.events) for chunk in self.chunks]
+        return record
+
+    @classmethod
+    def from_record(cls, obj: Mapping[str, Any]) -> PreparedSession:
+        return _from_record(obj)
+
+
+def prepare_session(
+    source_id: str,
+    snapshot: NativeSessionSnapshot | Mapping[str, Any],
+    target_chunk_bytes: int = DEFAULT_TARGET_CHUNK_BYTES,
+    driver: str | None = None,
+) -> PreparedSession:
+    """Key, captured values, chunks and hashes of one snapshot (nothing is published)."""
+    if not isinstance(snapshot, NativeSessionSnapshot):
+        snapshot = NativeSessionSnapshot.model_validate(snapshot)
+    source, session = normalize_key_parts(source_id, snapshot.summary.native_session_id)
+    # one pydantic dump for the small views; events are captured one by one while chunking
+    views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
+    summary, summary_stream, summary_ascii, _ = capture_encoded(views["summary"])
+    messages, messages_stream, messages_ascii, _ = capture_encoded(views["normalizedMessages"])
+    with _gc_paused():
+        try:
+            chunks = tuple(iter_chunks(snapshot.events, target_chunk_bytes))
+        finally:
+            clear_string_cache()
+    return PreparedSession(
+        key=session_key(source, session),
+        source_id=source,
+        native_session_id=session,
+        driver=driver,
+        summary=summary,
+        normalized_messages=messages,
+        revision=snapshot.revision,
+        complete=snapshot.complete,
+        chunks=chunks,
+        snapshot_hash=snapshot_hash(
+            Encoded(summary_stream),  # hashed from capture's stream, not walked again
+            Encoded(messages_stream),
+            snapshot.revision,
+            snapshot.complete,
+            [c.descriptor() for c in chunks],
+        ),
+        ascii_views=summary_ascii and messages_ascii,
+    )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while capturing: the walk allocates many containers
+    (each allocation burst triggers collections that traverse every live object, the
+    caller's parsed session included) and creates no cycles for it to find."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _field(obj: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    value = obj.get(name)
+    if not isinstance(value, kinds):
+        raise PrepareError("invalid-prepared-record", f"prepared record field {name} is missing or has the wrong type")
+    return value
+
+
+def _read_chunk(key: str, part: int, raw: Any) -> EventChunk:
+    if not isinstance(raw, Mapping) or raw.get("part") != part or not isinstance(raw.get("events"), list):
+        raise PrepareError("invalid-prepared-record", f"prepared record {key} chunk {part} is malformed")
+    chunk = build_chunk(part, raw["events"])
+    stated = {name: raw.get(name) for name in ("part", "contentHash", "byteLength", "eventCount")}
+    if stated != chunk.descriptor():
+        raise PrepareError("hash-mismatch", f"prepared record {key} chunk {part} does not match its events")
+    return chunk
+
+
+def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
+    if not isinstance(obj, Mapping) or obj.get("record", RECORD) != RECORD:
+        raise PrepareError("invalid-prepared-record", "not a prepared record")
+    key = _field(obj, "key", str)
+    source = _field(obj, "sourceId", str)
+    session = _field(obj, "nativeSessionId", str)
+    driver = _field(obj, "driver", (str, type(None)))
+    revision = _field(obj, "revision", (str, type(None)))
+    complete = _field(obj, "complete", bool)
+    expected_hash = _field(obj, "snapshotHash", str)
+    raw_summary = _field(obj, "summary", Mapping)
+    raw_messages = _field(obj, "normalizedMessages", list)
+    raw_chunks = _field(obj, "chunks", list)
+    if session_key(source, session) != key:
+        raise PrepareError("invalid-prepared-record", f"prepared record key does not match its identity: {key}")
+    try:
+        SessionSummary.model_validate(raw_summary)
+        for message in raw_messages:
+            NormalizedMessage.model_validate(message)
+    except ValidationError as exc:
+        raise PrepareError("invalid-prepared-record", f"prepared record {key} has an invalid view: {exc.errors()[0]['msg']}") from None
+    if not raw_chunks:
+        raise PrepareError("invalid-prepared-record", f"prepared record {key} has no chunks")
+    with _gc_paused():
+        try:
+            chunks = [_read_chunk(key, part, raw) for part, raw in enumerate(raw_chunks)]
+        finally:
+            clear_string_cache()
+    summary, summary_stream, summary_ascii, _ = capture_encoded(raw_summary)
+    messages, messages_stream, messages_ascii, _ = capture_encoded(raw_messages)
+    descriptors = [c.descriptor() for c in chunks]
+    computed = snapshot_hash(Encoded(summary_stream), Encoded(messages_stream), revision, complete, descriptors)
+    if computed != expected_hash:
+        raise PrepareError("hash-mismatch", f"prepared record {key} snapshot hash does not match its content")
+    return PreparedSession(
+        key=key,
+        source_id=source,
+        native_session_id=session,
+        driver=driver,
+        summary=summary,
+        normalized_messages=messages,
+        revision=revision,
+        complete=complete,
+        chunks=tuple(chunks),
+        snapshot_hash=expected_hash,
+        ascii_views=summary_ascii and messages_ascii,
+    )

@@ -1,0 +1,61 @@
+"""Run one benchmark task in a fresh child process and read its peak memory.
+
+`run_child("tests.bench.prepare_bench", "time_pipeline", path, 3)` starts
+`python -m tests.bench.measure <module> <function> <json args>`; the child calls the
+function, adds its own peak resident set size (ru_maxrss) to the returned dict, and prints
+it as JSON on its last stdout line. A fresh process per task means one task's garbage,
+caches and peak memory never leak into another task's numbers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+_MARK = "BENCH-RESULT "
+
+
+def run_child(module: str, function: str, *args: Any) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.bench.measure", module, function, json.dumps(list(args))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(_MARK):
+            return json.loads(line[len(_MARK) :])
+    raise RuntimeError(f"benchmark task {module}.{function} failed:\n{proc.stderr[-4000:]}")
+
+
+def peak_rss_bytes() -> int:
+    # Linux reports ru_maxrss in KiB (macOS in bytes).
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def best_of(rounds: int, fn: Callable[[], float]) -> float:
+    """The smallest of `rounds` timings: the least disturbed by other work on the machine."""
+    return min(fn() for _ in range(rounds))
+
+
+def clock() -> float:
+    return time.perf_counter()
+
+
+def _main(argv: list[str]) -> None:
+    module, function, raw_args = argv
+    task = getattr(importlib.import_module(module), function)
+    result = dict(task(*json.loads(raw_args)))
+    result["peakRssBytes"] = peak_rss_bytes()
+    print(_MARK + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,141 @@
+"""Event chunks: exact byte accounting, whole events, content hashes of captured events."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib.canonical import capture
+from lib.chunking import ChunkError, build_chunk, chunk_events, compact_json
+from lib.frozen import FrozenDict
+from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash
+
+
+def _utf8_len(value) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def _event(i: int, size: int = 100) -> dict:
+    return {"type": "agentMessage", "id": f"msg_{i}", "text": "é" * (i % 3) + "x" * size, "n": i}
+
+
+def test_each_chunk_byte_length_is_its_compact_utf8_json_array_exactly():
+    events = [_event(i, size=50 * (i % 7)) for i in range(60)]
+    chunks = chunk_events(events, target_bytes=1000)
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.byte_length == _utf8_len(list(chunk.events))
+        assert chunk.byte_length == len(chunk.json_text.encode("utf-8"))
+        assert chunk.byte_length <= 1000
+        assert chunk.event_count == len(chunk.events)
+
+
+def test_chunks_keep_every_event_whole_and_in_order():
+    events = [_event(i) for i in range(25)]
+    chunks = chunk_events(events, target_bytes=600)
+    rebuilt = [event for chunk in chunks for event in chunk.events]
+    assert rebuilt == events
+    assert [c.part for c in chunks] == list(range(len(chunks)))
+
+
+def test_a_chunk_is_filled_up_to_the_target_counting_brackets_and_commas():
+    event = {"a": "x" * 10}
+    size = _utf8_len(event)  # 16
+    three = 2 + 3 * size + 2  # [e,e,e]
+    chunks = chunk_events([event] * 7, target_bytes=three)
+    assert [c.event_count for c in chunks] == [3, 3, 1]
+    assert chunks[0].byte_length == three
+    one_byte_short = chunk_events([event] * 7, target_bytes=three - 1)
+    assert [c.event_count for c in one_byte_short] == [2, 2, 2, 1]
+
+
+def test_an_event_larger_than_the_target_sits_alone_in_an_oversized_chunk():
+    small, big = {"s": 1}, {"big": "y" * 5000}
+    chunks = chunk_events([small, big, small], target_bytes=1000)
+    assert [c.event_count for c in chunks] == [1, 1, 1]
+    assert chunks[1].byte_length == 2 + _utf8_len(big) > 1000
+    alone = chunk_events([big], target_bytes=1000)
+    assert len(alone) == 1 and alone[0].event_count == 1
+
+
+def test_no_events_give_part_zero_with_an_empty_array():
+    (chunk,) = chunk_events([])
+    assert (chunk.part, chunk.event_count, chunk.byte_length, chunk.json_text) == (0, 0, 2, "[]")
+    assert chunk.events == ()
+    assert chunk.content_hash == content_hash(())
+
+
+def test_the_content_hash_is_the_value_hash_of_the_captured_events_array():
+    events = [_event(i) for i in range(10)]
+    chunks = chunk_events(events, target_bytes=400)
+    for chunk in chunks:
+        assert chunk.content_hash == content_hash(chunk.events)
+        assert chunk.content_hash == content_hash([capture(e) for e in chunk.events])
+
+
+def test_events_are_captured_immutable_values_in_canonical_key_order():
+    chunk = build_chunk(0, [{"b": [1, {"d": 2, "c": 3}], "a": None}])
+    (event,) = chunk.events
+    assert type(event) is FrozenDict and list(event) == ["a", "b"]
+    assert type(event["b"]) is tuple
+    assert chunk.json_text == '[{"a":null,"b":[1,{"c":3,"d":2}]}]'
+
+
+def test_mutating_an_event_after_chunking_changes_nothing_chunked():
+    event = {"items": [1, 2]}
+    chunk = build_chunk(0, [event])
+    before = (chunk.content_hash, chunk.byte_length, chunk.json_text)
+    event["items"].append(3)
+    assert (chunk.content_hash, chunk.byte_length, chunk.json_text) == before
+    assert chunk.events == ({"items": (1, 2)},)
+
+
+def test_non_ascii_and_control_characters_are_measured_as_utf8_json():
+    events = [{"t": "ü\u2028😀"}, {"t": "\x1b[31mred\x7f\n\t\"q\"\\"}, {"é": "k"}]
+    chunk = build_chunk(0, events)
+    assert chunk.byte_length == _utf8_len(events)
+    assert not chunk.ascii_json
+    assert json.loads(chunk.json_text) == events
+
+
+@pytest.mark.parametrize("bad", [UNDEFINED, [1, HOLE], b"raw", BigInt(3), math.nan, math.inf, {"a": {1, 2}}])
+def test_values_plain_json_cannot_hold_are_refused(bad):
+    with pytest.raises(ChunkError) as info:
+        chunk_events([{"ok": 1}, {"bad": bad}])
+    assert info.value.code == "unsupported-value"
+    assert "event 1" in info.value.message
+
+
+def test_compact_json_reports_utf8_length_for_either_encoder_path():
+    value = capture({"a": "ß", "b": [1, 2.5, None, True]})
+    text, length = compact_json(value)
+    assert text == '{"a":"ß","b":[1,2.5,null,true]}' and length == len(text.encode())
+
+
+json_events = st.dictionaries(
+    st.text(max_size=5),
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=10,
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=60)
+@given(st.lists(json_events, max_size=12), st.integers(min_value=1, max_value=400))
+def test_any_events_chunk_exactly_at_any_target(events, target):
+    chunks = chunk_events(events, target_bytes=target)
+    assert [e for c in chunks for e in c.events] == [capture(e) for e in events]
+    for chunk in chunks:
+        assert chunk.byte_length == _utf8_len(list(chunk.events))
+        assert chunk.byte_length <= target or chunk.event_count <= 1
+        assert chunk.content_hash == content_hash(chunk.events)
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        first_next = _utf8_len(after.events[0])
+        assert before.byte_length + 1 + first_next > target
