@@ -16,11 +16,12 @@ from typing import Any
 
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
-from lib.fabric.graph_plan import PlannedCell, plan_graph
+from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, parse_session_index, scope
 from lib.fabric.session_graph import GraphTarget
+from lib.fabric.values import Link
 from lib.hashing import value_hash
 
 PRESERVED_LINK_FIELDS = frozenset({"manifest"})
@@ -58,25 +59,28 @@ class PriorIndex:
     versions: dict[str, int] = field(default_factory=dict)
     ordering: OrderingState = field(default_factory=OrderingState)
     dropped_rows: int = 0
+    row_links: dict[str, Link] = field(default_factory=dict)  # key -> the row's stored cell
 
 
-def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, int]:
-    """The hydrated complete index value (manifests as links) and its root's seq."""
+def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, Any]:
+    """The hydrated complete index value (manifests as links) and its root document."""
     document = target.store.read(target.space, cells.all)
     if document is None:
-        return None, 0
+        return None, None
     value = read_graph_value(
         target.store, target.space, cells.all, preserve_link_fields=PRESERVED_LINK_FIELDS
     )
-    return value, document.seq
+    return value, document
 
 
 def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     prior = PriorIndex()
-    value, prior.versions[cells.all] = read_complete_index(target, cells)
+    value, document = read_complete_index(target, cells)
+    prior.versions[cells.all] = document.seq if document is not None else 0
     if value is not None:
         parsed = parse_session_index(value, bucket="all")
         prior.rows = {row["key"]: dict(row) for row in parsed.sessions}
+        prior.row_links = _row_links(document.value, value, prior.rows)
         prior.sources = [dict(r) for r in parsed.sources]
         prior.checkouts = [dict(r) for r in parsed.checkouts]
         prior.generation = parsed.generation
@@ -94,6 +98,19 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     return prior
 
 
+def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str, Link]:
+    """The stored cell of each valid prior row: the root's link at the row's position."""
+    links = stored.get("sessions") if isinstance(stored, dict) else None
+    values = hydrated.get("sessions") if isinstance(hydrated, dict) else None
+    if not isinstance(links, list) or not isinstance(values, list) or len(links) != len(values):
+        return {}
+    out: dict[str, Link] = {}
+    for link, row in zip(links, values, strict=True):
+        if isinstance(link, Link) and isinstance(row, dict) and row.get("key") in rows:
+            out.setdefault(row["key"], link)
+    return out
+
+
 def commit_indexes(
     target: GraphTarget,
     cells: IndexCells,
@@ -102,12 +119,22 @@ def commit_indexes(
     complete: Mapping[str, Any],
     ordering: OrderingState,
 ) -> int:
-    """Write both indexes and the ordering in one transaction; returns cells written."""
+    """Write both indexes and the ordering in one transaction; returns cells written.
+
+    A row equal to its prior row already has its cells: the root links the stored cell
+    and the row is neither planned nor compared, so a publication costs O(changed rows)
+    beyond building the two roots.
+    """
     space, owner = target.space, target.owner
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
+    kept = {
+        key: prior.row_links[key]
+        for key, row in ((r["key"], r) for r in complete["sessions"])
+        if key in prior.row_links and same_row(row, prior.rows[key])
+    }
     graphs = (
-        plan_graph(recent_session_index_cause(space, owner), recent, array_scope),
-        plan_graph(all_session_index_cause(space, owner), complete, array_scope),
+        _plan_index(recent_session_index_cause(space, owner), recent, array_scope, kept),
+        _plan_index(all_session_index_cause(space, owner), complete, array_scope, kept),
     )
     children: dict[str, PlannedCell] = {}
     for graph in graphs:
@@ -129,6 +156,29 @@ def commit_indexes(
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         tx.commit()
     return len(changed) + len(graphs) + 1
+
+
+def _plan_index(
+    cause: Any, value: Mapping[str, Any], array_scope: Any, kept: Mapping[str, Link]
+) -> PlannedGraph:
+    """Plan an index whose kept rows are linked, not planned: rows are keyed, so a row's
+    cell does not depend on its siblings and the planner's links for the other rows
+    stay what they would be in the full plan."""
+    rows = value["sessions"]
+    planned = plan_graph(cause, {**value, "sessions": [r for r in rows if r["key"] not in kept]}, array_scope)
+    fresh = iter(planned.root.value["sessions"])
+    links = [kept[r["key"]] if r["key"] in kept else next(fresh) for r in rows]
+    root = PlannedCell(planned.root.id, planned.root.cause, {**planned.root.value, "sessions": links})
+    return PlannedGraph(planned.space, root, planned.children)
+
+
+def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
+    """Equal as Fabric values; rows copied from the prior row compare by identity."""
+    if row.keys() != prior.keys():
+        return False
+    if all(row[k] is prior[k] for k in row):
+        return True
+    return value_hash(row) == value_hash(prior)
 
 
 def _changed(target: GraphTarget, children: Mapping[str, PlannedCell]) -> list[PlannedCell]:

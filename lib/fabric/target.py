@@ -209,7 +209,7 @@ class FabricTarget:
 
     def published_sessions(self) -> dict[str, PublishedSession]:
         """Every session of the complete index, by key, without reading transcripts."""
-        value, _ = read_complete_index(self.graphs, self.cells)
+        value, _document = read_complete_index(self.graphs, self.cells)
         if value is None:
             return {}
         parsed = parse_session_index(value, bucket="all")

@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from lib.fabric.graph_plan import plan_graph
+from lib.fabric.graph_read import read_graph_value
 from lib.git_context import GitContextResolver
 from tests.fabric.target_helpers import (
+    SPACE,
     START,
     descriptor,
     index,
@@ -129,3 +132,35 @@ def test_discovered_checkouts_are_kept_when_a_publication_omits_directories_and_
     assert {c["root"]: c["origins"] for c in index(target)["checkouts"]} == {
         str(used.resolve()): ["sessions"]
     }
+
+
+def test_an_index_that_links_kept_rows_is_exactly_the_graph_a_full_plan_gives(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    snaps = [snapshot(f"s{i}", messages=3) for i in range(4)]
+    publish(target, descriptor(), snaps)
+    env.clock.advance(minutes=1)
+    publish(target, descriptor(), [snaps[0], snapshot("s1", messages=5), *snaps[2:]])  # s1 changes
+
+    for root in (target.all_index_id(), target.recent_index_id()):
+        stored = env.store.read(SPACE, root)
+        hydrated = read_graph_value(env.store, SPACE, root, preserve_link_fields={"manifest"})
+        full = plan_graph(root_cause(target, root), hydrated, index_scope(target))
+        assert full.root.id == root
+        assert full.root.value == stored.value
+        for child in full.children:
+            assert env.store.read(SPACE, child.id).value == child.value
+
+
+def root_cause(target, root: str) -> dict:
+    from lib.fabric.cell_id import all_session_index_cause, recent_session_index_cause
+
+    if root == target.all_index_id():
+        return all_session_index_cause(target.space, target.owner)
+    return recent_session_index_cause(target.space, target.owner)
+
+
+def index_scope(target) -> dict:
+    from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
+
+    return scope(target.space, target.owner, SESSION_INDEX_ARRAY_SCOPE)
