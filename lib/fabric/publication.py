@@ -29,7 +29,7 @@ from lib.fabric.session_graph import GraphTarget, PreparedChunk, write_session_g
 from lib.fabric.source_status import SourceState
 from lib.git_context import GitContextResolver
 from lib.session_key import session_key
-from lib.types import SessionSummary, SourceDescriptor
+from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 Action = Literal[
     "written", "unchanged", "skipped-newer", "retained", "retained-unbacked", "failed"
@@ -118,6 +118,11 @@ class Publication:
         """Start one source. Without a sequence the observation counts from now."""
         self._check_open()
         wire = descriptor.to_wire() if isinstance(descriptor, SourceDescriptor) else dict(descriptor)
+        wire["id"] = normalize_source_id(wire["id"])
+        known = self._sources.get(wire["id"])
+        if known is not None:  # begun again: keep its state, take the newer descriptor
+            known.descriptor = wire
+            return
         sequence = observation_sequence if observation_sequence is not None else self._allocate()
         self._sources[wire["id"]] = SourceState(descriptor=wire, sequence=sequence)
 
@@ -143,6 +148,7 @@ class Publication:
         sid = (outcome or {}).get("sourceId") or source_id
         if sid is None and len(self._sources) == 1:
             sid = next(iter(self._sources))
+        sid = normalize_source_id(sid) if sid else sid
         source = self._sources.get(sid) if sid else None
         if source is None:
             raise PublicationError("source-not-begun", f"end_source for a source never begun: {sid}")
@@ -379,10 +385,11 @@ class Publication:
         return idx.iso(self._clock())
 
     def _source_id(self, descriptor: SourceDescriptor | Mapping[str, Any]) -> str:
-        return descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"]
+        raw = descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"]
+        return normalize_source_id(raw)
 
     def _source(self, source_id: str) -> SourceState:
-        source = self._sources.get(source_id)
+        source = self._sources.get(normalize_source_id(source_id))
         if source is None:
             raise PublicationError("source-not-begun", f"no begin_source for source {source_id}")
         return source
