@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from cli.errors import EXIT_LOCKED, EXIT_USAGE, CliError
+from cli.errors import EXIT_FAILURE, EXIT_LOCKED, EXIT_USAGE, CliError
 from lib.config import Config, ConfigError, builtin_source_homes, default_config_path, load_config
 from lib.drivers.base import AgentDriver, DriverError
 from lib.drivers.registry import create_driver
 from lib.fabric.identity import Identity, IdentityError, load_or_create_identity
+from lib.fabric.index_store import IndexConflict
 from lib.fabric.publish_lock import PublishLockHeld, describe_holder
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.store import StoreError, open_store
@@ -144,11 +145,14 @@ class AppContext:
 
     @contextmanager
     def locked_publication(self) -> Iterator[None]:
-        """Turns a publish lock held past its timeout into exit 4 with the holder named."""
+        """Turns a publish lock held past its timeout into exit 4 with the holder named,
+        and a concurrent writer's index change into a one-line failure."""
         try:
             yield
         except PublishLockHeld as exc:
             raise CliError(exc.message, EXIT_LOCKED) from None
+        except IndexConflict as exc:
+            raise CliError(f"{exc}; nothing was published, run it again", EXIT_FAILURE) from None
 
     def descriptor_of(self, source_id: str) -> SourceDescriptor:
         """A configured source's descriptor, without starting its driver."""
