@@ -46,18 +46,25 @@ def sync_command(
     app.lock_timeout = lock_timeout
     as_records = as_json or not sys.stdout.isatty()
     writer = RecordWriter() if as_records else RecordWriter(stream=_Summary(app))
-    drivers = DriverPool(app.create_driver)
     with app.locked_publication():
-        stage = make_publish_stage(app, full=full, drivers=drivers)
-        try:
-            for item in app.progress(_collect(app, drivers, source_ids), "sync"):
-                for out in stage.handle(item):
-                    write_item(writer, out)
-            for out in stage.finish():
-                write_item(writer, out)
-        finally:
-            stage.close()
+        run_sync(app, source_ids, writer, drivers=DriverPool(app.create_driver), full=full)
     exit_for(writer)
+
+
+def run_sync(
+    app: AppContext, source_ids: list[str], writer: RecordWriter, *, drivers: DriverPool, full: bool = False
+) -> None:
+    """The whole collection of `source_ids`, published: the composed pipe's stages in one
+    process (list, read, prepare, publish), one session at a time."""
+    stage = make_publish_stage(app, full=full, drivers=drivers)
+    try:
+        for item in app.progress(_collect(app, drivers, source_ids), "sync"):
+            for out in stage.handle(item):
+                write_item(writer, out)
+        for out in stage.finish():
+            write_item(writer, out)
+    finally:
+        stage.close()
 
 
 def _collect(app: AppContext, drivers: DriverPool, source_ids: list[str]) -> Iterator[Item]:
