@@ -97,7 +97,7 @@ class HashError(TypeError):
 
 _MAX_SAFE = 2**53
 _SHORT_LIMIT = 64
-_CACHE_LIMIT = 1 << 17
+_CACHE_LIMIT = 1 << 16
 _NUM = struct.Struct(">Bd").pack
 _NAN = b"\x23\x7f\xf8\x00\x00\x00\x00\x00\x00"
 _NULL = b"\x20"

@@ -21,7 +21,7 @@ every chunk and refusing a record whose hashes or lengths do not match its conte
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -43,6 +43,8 @@ from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary
 __all__ = ["PrepareError", "PreparedSession", "prepare_session", "snapshot_hash"]
 
 RECORD = "prepared"
+CACHE_RESET_BYTES = 8 * 1024 * 1024
+_MESSAGE_BATCH = 512
 
 
 class PrepareError(ValueError):
@@ -114,14 +116,24 @@ class PreparedSession:
         }
 
     def iter_json_pieces(self) -> Iterator[str]:
-        """The record's compact JSON text in pieces (no newline): the head, then each
-        chunk's descriptor and its events array text as measured. No piece is larger
-        than a chunk, so writing costs no more than a chunk of extra memory."""
-        head, _ = compact_json(self.head(), self.ascii_views)
-        yield head[:-1] + ',"chunks":['
+        """The record's compact JSON text in pieces (no newline). Normalized messages go
+        out in batches and each chunk's events as the text they were measured as, so no
+        piece is much larger than a chunk and writing needs no more extra memory."""
+        head = self.head()
+        messages = head.pop("normalizedMessages")
+        tail = {name: head.pop(name) for name in ("revision", "complete", "snapshotHash")}
+        identity = (self.key, self.source_id, self.native_session_id, self.driver)
+        plain = self.ascii_views and all(v is None or v.isascii() for v in identity)
+        text, _ = compact_json(head, plain)
+        yield text[:-1] + ',"normalizedMessages":['
+        for start in range(0, len(messages), _MESSAGE_BATCH):
+            text, _ = compact_json(messages[start : start + _MESSAGE_BATCH], self.ascii_views)
+            yield ("," if start else "") + text[1:-1]
+        text, _ = compact_json(tail)
+        yield "]," + text[1:-1] + ',"chunks":['
         for index, chunk in enumerate(self.chunks):
-            described, _ = compact_json(chunk.descriptor(), True)
-            yield ("," if index else "") + described[:-1] + ',"events":'
+            text, _ = compact_json(chunk.descriptor(), True)
+            yield ("," if index else "") + text[:-1] + ',"events":'
             yield chunk.json_text
             yield "}"
         yield "]}"
@@ -157,11 +169,10 @@ def prepare_session(
     views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
     summary, summary_stream, summary_ascii, _ = capture_encoded(views["summary"])
     messages, messages_stream, messages_ascii, _ = capture_encoded(views["normalizedMessages"])
+    del views  # the captures share its strings; its containers can go before chunking
     with _gc_paused():
-        try:
-            chunks = tuple(iter_chunks(snapshot.events, target_chunk_bytes))
-        finally:
-            clear_string_cache()
+        chunks = tuple(iter_chunks(snapshot.events, target_chunk_bytes))
+    _after_walk(chunks)
     return PreparedSession(
         key=session_key(source, session),
         source_id=source,
@@ -181,6 +192,14 @@ def prepare_session(
         ),
         ascii_views=summary_ascii and messages_ascii,
     )
+
+
+def _after_walk(chunks: Iterable[EventChunk]) -> None:
+    """After a large session, drop the string-encoding cache: its entries are that
+    session's own small strings, scattered through the memory its parse used, and would
+    keep much of that memory resident. Small sessions keep it warm for the next one."""
+    if sum(chunk.byte_length for chunk in chunks) > CACHE_RESET_BYTES:
+        clear_string_cache()
 
 
 @contextmanager
@@ -238,10 +257,8 @@ def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
     if not raw_chunks:
         raise PrepareError("invalid-prepared-record", f"prepared record {key} has no chunks")
     with _gc_paused():
-        try:
-            chunks = [_read_chunk(key, part, raw) for part, raw in enumerate(raw_chunks)]
-        finally:
-            clear_string_cache()
+        chunks = [_read_chunk(key, part, raw) for part, raw in enumerate(raw_chunks)]
+    _after_walk(chunks)
     summary, summary_stream, summary_ascii, _ = capture_encoded(raw_summary)
     messages, messages_stream, messages_ascii, _ = capture_encoded(raw_messages)
     descriptors = [c.descriptor() for c in chunks]

@@ -198,3 +198,16 @@ def test_chunking_in_prepare_matches_chunking_the_events_alone():
     snapshot = _snapshot()
     prepared = prepare_session("codex", snapshot, target_chunk_bytes=1500)
     assert [c.descriptor() for c in chunk_events(snapshot.events, 1500)] == prepared.descriptors()
+
+
+def test_many_messages_and_non_ascii_identities_write_a_record_that_reads_back():
+    messages = [
+        NormalizedMessage(id=f"m{i}", role="assistant", kind="agentMessage", text=f"ü {i}", event_index=0)
+        for i in range(1300)
+    ]
+    prepared = prepare_session("Cödex", _snapshot(normalized_messages=messages, summary=SessionSummary(native_session_id="sé")))
+    text = _record_text(prepared)
+    record = json.loads(text)
+    assert record == json.loads(json.dumps(prepared.to_record()))
+    assert len(record["normalizedMessages"]) == 1300 and record["sourceId"] == "cödex"
+    assert PreparedSession.from_record(record).snapshot_hash == prepared.snapshot_hash

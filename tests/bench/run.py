@@ -17,6 +17,7 @@ SECTIONS = [
     "tests.bench.prepare_bench",
     "tests.bench.codex_bench",
     "tests.bench.target_bench",
+    "tests.bench.sync_bench",
 ]
 
 
