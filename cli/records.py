@@ -18,13 +18,19 @@ RECORD_KINDS = frozenset(
 )
 
 
+# Lines longer than this are not kept beside their parsed form: a 50 MB snapshot line
+# would otherwise stay in memory while the session is prepared.
+PASSTHROUGH_TEXT_LIMIT = 64 * 1024
+
+
 @dataclass
 class InputRecord:
-    """A parsed input line. `text` is the line as read, so pass-through is byte-exact."""
+    """A parsed input line. `text` is the line as read (short lines only), so
+    pass-through is byte-exact; a long line passes through re-serialised."""
 
     kind: str
     data: dict[str, Any]
-    text: str
+    text: str | None
     line: int
 
 
@@ -65,7 +71,9 @@ def read_records(stream: IO[str], stage: str, writer: RecordWriter) -> Iterator[
             what = "no 'record' field" if isinstance(data, dict) and "record" not in data else "not a known record"
             writer.write(error_record(stage, "bad-input", f"line {number}: {what}", line=number))
             continue
-        yield InputRecord(kind=kind, data=data, text=text if text.endswith("\n") else text + "\n", line=number)
+        kept = None if len(text) > PASSTHROUGH_TEXT_LIMIT else text if text.endswith("\n") else text + "\n"
+        del text
+        yield InputRecord(kind=kind, data=data, text=kept, line=number)
 
 
 def _json_default(value: Any) -> Any:
@@ -110,6 +118,9 @@ class RecordWriter:
         self.stream.flush()
 
     def passthrough(self, record: InputRecord) -> None:
+        if record.text is None:
+            self.write(record.data)
+            return
         self._count(record.kind)
         self.stream.write(record.text)
         self.stream.flush()

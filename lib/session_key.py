@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
+from lib.types import JS_WHITESPACE
+
 __all__ = ["SessionKeyError", "normalize_key_parts", "parse_session_key", "session_key"]
 
 # What JavaScript's String.prototype.trim() removes (WhiteSpace and LineTerminator).
 # Python's str.strip() differs: it also strips \x1c-\x1f and \x85, and keeps \ufeff.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 # encodeURIComponent keeps A-Z a-z 0-9 and these; quote() always keeps letters, digits, _.-~
 _URI_COMPONENT_SAFE = "!*'()"
 
@@ -34,7 +32,7 @@ class SessionKeyError(ValueError):
 def _check(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise SessionKeyError(f"{what} must be a string, not {type(value).__name__}")
-    trimmed = value.strip(_JS_WHITESPACE)
+    trimmed = value.strip(JS_WHITESPACE)
     if not trimmed:
         raise SessionKeyError(f"{what} must not be empty")
     for ch in trimmed:

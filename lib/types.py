@@ -63,9 +63,17 @@ class AgentSourceConfig(WireModel):
         return value
 
 
+# The whitespace JavaScript's String.prototype.trim() removes: ids are trimmed the way
+# the spec's TypeScript connector trims them, so keys agree across implementations.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
 def normalize_source_id(source_id: str) -> str:
-    """Source ids are compared trimmed and lowercased everywhere."""
-    return source_id.strip().lower()
+    """Source ids are compared trimmed (JavaScript's whitespace set) and lowercased."""
+    return source_id.strip(JS_WHITESPACE).lower()
 
 
 class DriverCapabilities(WireModel):

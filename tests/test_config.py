@@ -96,3 +96,12 @@ def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_
     with pytest.raises(DriverUnavailable) as info:
         create_driver(AgentSourceConfig(id="claude", driver="claude-agent-sdk"))
     assert info.value.code == "driver-not-available"
+
+
+def test_source_ids_are_trimmed_with_javascripts_whitespace_set_like_session_keys():
+    from lib.session_key import session_key
+    from lib.types import normalize_source_id
+
+    assert normalize_source_id("\ufeffCodex\u3000") == "codex"
+    assert normalize_source_id("\x1ccodex") == "\x1ccodex"  # not whitespace to JavaScript
+    assert session_key(" Codex\ufeff", "a").split("/")[0] == normalize_source_id(" Codex\ufeff")
