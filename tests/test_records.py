@@ -1,0 +1,40 @@
+import io
+import json
+
+from cli.records import PASSTHROUGH_TEXT_LIMIT, RecordWriter, read_records
+
+
+def read_all(text: str):
+    out = io.StringIO()
+    writer = RecordWriter(out)
+    records = list(read_records(io.StringIO(text), "prepare", writer))
+    return records, [json.loads(line) for line in out.getvalue().splitlines()], writer
+
+
+def test_every_bad_line_becomes_one_error_record_naming_its_line_and_the_good_ones_go_through():
+    text = '{"record":"source","source":{}}\nnot json\n[1,2]\n{"no":"kind"}\n{"record":"bogus"}\n\n{"record":"summary"}\n'
+    records, errors, writer = read_all(text)
+    assert [r.line for r in records] == [1, 7]
+    assert [(e["line"], e["code"], e["stage"]) for e in errors] == [
+        (2, "bad-input", "prepare"), (3, "bad-input", "prepare"), (4, "bad-input", "prepare"), (5, "bad-input", "prepare"),
+    ]
+    assert "line 4: no 'record' field" in errors[2]["message"]
+    assert writer.errors == 4
+
+
+def test_a_short_record_passes_through_byte_for_byte():
+    line = '{"record": "outcome",   "sourceId":"codex"}\n'
+    (record,), _, _ = read_all(line)
+    out = io.StringIO()
+    RecordWriter(out).passthrough(record)
+    assert out.getvalue() == line
+
+
+def test_a_long_record_is_not_kept_as_text_and_passes_through_as_equal_json():
+    payload = "x" * (PASSTHROUGH_TEXT_LIMIT + 1)
+    line = json.dumps({"record": "snapshot", "sourceId": "codex", "blob": payload}) + "\n"
+    (record,), _, _ = read_all(line)
+    assert record.text is None
+    out = io.StringIO()
+    RecordWriter(out).passthrough(record)
+    assert json.loads(out.getvalue()) == json.loads(line)
