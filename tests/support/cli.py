@@ -32,7 +32,11 @@ class Run:
 def agentctl_env(state_dir: Path, config: Path | None = None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCTL_")}
     env["AGENTCTL_STATE_DIR"] = str(state_dir)
-    env["AGENTCTL_CONFIG"] = str(config) if config else str(state_dir / "no-config.toml")
+    if config is None:
+        # An explicit path that does not exist is an error by design: give an empty file.
+        config = state_dir.parent / "empty-config.toml"
+        config.write_text("")
+    env["AGENTCTL_CONFIG"] = str(config)
     env.update(extra)
     return env
 
