@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from cli.pipeline import Item, PrepareStage, data_of, kind_of
 from cli.records import error_record
-from lib.fabric.publication import Publication, PublicationError, PublicationSummary
+from lib.fabric.publication import Publication
+from lib.fabric.publication_results import PublicationError, PublicationSummary
 from lib.fabric.target import FabricTarget, PublishedSession
 from lib.prepare import PreparedSession
 from lib.session_key import session_key

@@ -17,66 +17,25 @@ committing publishes no index (graphs already written stay unreachable).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
 from lib.fabric.index_store import IndexCells, PriorIndex, commit_indexes, read_prior
 from lib.fabric.ordering import OrderingState
-from lib.fabric.session_graph import GraphTarget, PreparedChunk, write_session_graph
+from lib.fabric.publication_results import (
+    Action,
+    PreparedLike,
+    PublicationError,
+    PublicationSummary,
+    PublishedOutcome,
+)
+from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
 from lib.git_context import GitContextResolver
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
-
-Action = Literal[
-    "written", "unchanged", "skipped-newer", "retained", "retained-unbacked", "failed"
-]
-
-
-class PreparedLike(Protocol):
-    key: str
-    source_id: str
-    native_session_id: str
-    driver: str | None
-    summary: Mapping[str, Any]
-    normalized_messages: Sequence[Any]
-    revision: str | None
-    complete: bool
-    chunks: Sequence[PreparedChunk]
-    snapshot_hash: str
-
-
-@dataclass(frozen=True)
-class PublishedOutcome:
-    key: str
-    action: Action
-    status: str | None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"key": self.key, "action": self.action, "status": self.status}
-
-
-@dataclass
-class PublicationSummary:
-    generation: int
-    session_count: int
-    statuses: dict[str, str]
-    sources: list[dict[str, Any]]
-    written: int = 0
-    unchanged: int = 0
-    cells_written: int = 0
-    # rows no add_* call observed, with their final status (deleted, stale, or kept)
-    untouched: dict[str, str] = field(default_factory=dict)
-
-
-class PublicationError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Publication:
