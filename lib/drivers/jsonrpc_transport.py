@@ -34,34 +34,20 @@ from lib.drivers.child_channels import (
     drain_stderr,
     reason_from_stderr,
 )
+from lib.drivers.jsonrpc_messages import (
+    Message,
+    RpcError,
+    TransportClosed,
+    classify_message,
+    parse_message,
+    predicate_matches,
+)
 from lib.drivers.websocket_pipe import WebSocketError
 
 Framing = Literal["lines", "websocket"]
-Message = dict[str, Any]
 ServerRequestHandler = Callable[[str, Any], Any]
 NotificationListener = Callable[[Message], None]
 
-
-
-class TransportClosed(DriverError):
-    """The run ended (child exit, protocol fault, stop) before an answer came.
-
-    `sent` tells whether the request had been written to the child: a request that was
-    sent may have taken effect, one that was not certainly did not.
-    """
-
-    def __init__(self, code: str, message: str, *, sent: bool = False) -> None:
-        super().__init__(code, message, retryable=True)
-        self.sent = sent
-
-
-class RpcError(DriverError):
-    """The child answered a request with a JSON-RPC error."""
-
-    def __init__(self, rpc_code: int | None, message: str, data: Any = None) -> None:
-        super().__init__("provider-error", message)
-        self.rpc_code = rpc_code
-        self.data = data
 
 
 class _Slot:
@@ -260,7 +246,7 @@ class JsonRpcTransport:
         slot = _Slot(predicate)
         with run.lock:
             for message in run.retained:
-                if _matches(predicate, message):
+                if predicate_matches(predicate, message):
                     return message
             if run.failure is not None:
                 raise run.failure
@@ -322,8 +308,8 @@ class JsonRpcTransport:
                 if run.failure is None:
                     run.fail(self._exit_failure(run, None))
                 return
-            message = _parse(raw)
-            kind = _classify(message)
+            message = parse_message(raw)
+            kind = classify_message(message)
             if kind is None:
                 shown = raw[:200].decode("utf-8", "replace").strip()
                 what = "a malformed line" if message is None else "a message that is not JSON-RPC"
@@ -356,7 +342,7 @@ class JsonRpcTransport:
     def _deliver_notification(self, run: _Run, message: Message) -> None:
         with run.lock:
             run.retained.append(message)
-            matched = [slot for slot in run.waiters if _matches(slot.predicate, message)]
+            matched = [slot for slot in run.waiters if predicate_matches(slot.predicate, message)]
             for slot in matched:
                 run.waiters.remove(slot)
         for slot in matched:
@@ -404,35 +390,3 @@ class JsonRpcTransport:
             run.process.kill()
         except OSError:
             pass
-
-
-def _parse(raw: bytes) -> Message | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _classify(message: Message | None) -> str | None:
-    if message is None:
-        return None
-    version = message.get("jsonrpc")
-    if version is not None and version != "2.0":
-        return None
-    has_id = "id" in message and isinstance(message["id"], (int, str)) and not isinstance(message["id"], bool)
-    method = message.get("method")
-    if method is not None:
-        if not isinstance(method, str):
-            return None
-        return "request" if has_id else "notification"
-    if has_id and ("result" in message or "error" in message):
-        return "response"
-    return None
-
-
-def _matches(predicate: Callable[[Message], bool] | None, message: Message) -> bool:
-    try:
-        return predicate is not None and bool(predicate(message))
-    except Exception:  # noqa: BLE001 - a predicate that cannot read a message does not match it
-        return False
