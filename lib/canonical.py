@@ -12,6 +12,10 @@ Capture and the value-hash walk visit the same nodes, so they are fused:
 `capture_encoded(value)` returns the captured value together with its lib.hashing byte
 stream, in one pass. Preparing a 50 MB session pays for one Python-level walk, not two.
 
+Plain JSON-typed values (exact built-in types, the usual case) are captured by the C
+extension (lib._speedups.capture, the same copy and stream in one C walk); every other
+value takes the Python walk below.
+
 Errors are CaptureError with code "cycle", "unsupported-value" or "too-deep".
 """
 
@@ -89,6 +93,13 @@ def _note_non_json() -> None:
 
 def capture_encoded(value: Any) -> Captured:
     """The captured value, its value-hash stream, and what its JSON form can be."""
+    fast = _hashing._c_capture
+    if fast is not None:
+        try:
+            captured, stream, wide = fast(value)
+            return Captured(captured, stream, not wide, True)
+        except _hashing.Unsupported:
+            pass  # not plain JSON through and through: the walk below decides
     buf = bytearray()
     wide_before = _hashing._wide_strings
     non_json_before = _non_json

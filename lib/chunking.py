@@ -14,7 +14,15 @@ of the tuple of events). The spec's "graph hash" would also cover the child cell
 but those causes are derived deterministically from this content hash and the part, so
 hashing the content the graph is built from identifies the graph just as well, and needs
 no stable-array planning to compute. Each event's hash stream is fed into the chunk's
-hasher as it is captured and then dropped, so hashing costs O(event) extra memory.
+hasher as it is made (the array's stream is 0x10, the events' streams, 0x00) and then
+dropped, so hashing costs O(event) extra memory.
+
+A plain JSON event (the common case) goes through lib._speedups.encode_json: one C walk
+writes its hash stream and its compact JSON (keys in the same canonical order) side by
+side, without a captured copy. Capture's guarantee still holds: the hash and the text
+come from the same walk, and the chunk keeps only that immutable text, so nothing done
+to the event afterwards can make them disagree. Any other event (or no C extension)
+takes the captured path (lib.canonical), which gives the very same stream and text.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lib.canonical import Captured, CaptureError, capture, capture_encoded
+import lib.hashing as _hashing
+from lib.canonical import CaptureError, capture, capture_encoded
+from lib.hashing import Unsupported
 
 __all__ = [
     "DEFAULT_TARGET_CHUNK_BYTES",
@@ -127,8 +137,16 @@ class EventChunk:
         }
 
 
-def _measure(event: Any, index: int) -> tuple[Captured, str, int]:
-    """Capture one event and serialise it once: (capture, JSON text, UTF-8 length)."""
+def _measure(event: Any, index: int) -> tuple[bytes, bytes, bool]:
+    """Hash-encode and serialise one event once: (its value-hash stream, its compact JSON
+    as UTF-8, whether no string holds a character >= U+007F)."""
+    fast = _hashing._c_encode_json
+    if fast is not None:
+        try:
+            stream, text, wide = fast(event)
+            return stream, text, not wide
+        except Unsupported:
+            pass  # not plain JSON through and through: the captured path decides
     try:
         captured = capture_encoded(event)
     except CaptureError as exc:
@@ -136,20 +154,21 @@ def _measure(event: Any, index: int) -> tuple[Captured, str, int]:
     if not captured.plain_json:
         raise ChunkError("unsupported-value", f"event {index} holds a value plain JSON cannot hold")
     try:
-        text, length = compact_json(captured.value, captured.ascii_json)
+        text, _ = compact_json(captured.value, captured.ascii_json)
     except ChunkError as exc:
         raise ChunkError(exc.code, f"event {index}: {exc.message}") from None
-    return captured, text, length
+    # compact_json never returns a lone surrogate (it falls back to escaping them)
+    return captured.stream, text.encode("utf-8"), captured.ascii_json
 
 
 class _Open:
     """A chunk being filled: its hasher is fed each event's stream as the event arrives,
-    and the captured event itself is dropped once hashed and serialised."""
+    and only the event's UTF-8 JSON is kept until the chunk closes."""
 
     __slots__ = ("texts", "size", "hasher", "ascii_json")
 
     def __init__(self) -> None:
-        self.texts: list[str] = []
+        self.texts: list[bytes] = []
         self.size = 2
         self.hasher = hashlib.sha256(b"\x10")
         self.ascii_json = True
@@ -157,22 +176,25 @@ class _Open:
     def fits(self, length: int, target: int) -> bool:
         return not self.texts or self.size + 1 + length <= target
 
-    def add(self, captured: Captured, text: str, length: int) -> None:
+    def add(self, stream: bytes, text: bytes, ascii_json: bool) -> None:
         if self.texts:
             self.size += 1
-        self.size += length
+        self.size += len(text)
         self.texts.append(text)
-        self.hasher.update(captured.stream)
-        self.ascii_json = self.ascii_json and captured.ascii_json
+        self.hasher.update(stream)
+        self.ascii_json = self.ascii_json and ascii_json
 
     def close(self, part: int) -> EventChunk:
         self.hasher.update(b"\x00")
+        count = len(self.texts)
+        joined = b"[" + b",".join(self.texts) + b"]"
+        self.texts.clear()
         return EventChunk(
             part=part,
-            event_count=len(self.texts),
+            event_count=count,
             byte_length=self.size,
             content_hash="sha256:" + self.hasher.hexdigest(),
-            json_text="[" + ",".join(self.texts) + "]",
+            json_text=joined.decode("utf-8"),
             ascii_json=self.ascii_json,
         )
 
@@ -184,12 +206,13 @@ def iter_chunks(events: Iterable[Any], target_bytes: int = DEFAULT_TARGET_CHUNK_
     current = _Open()
     part = 0
     for index, event in enumerate(events):
-        captured, text, length = _measure(event, index)
-        if not current.fits(length, target_bytes):
+        stream, text, ascii_json = _measure(event, index)
+        del event  # a consumed snapshot frees each event here
+        if not current.fits(len(text), target_bytes):
             yield current.close(part)
             part += 1
             current = _Open()
-        current.add(captured, text, length)
+        current.add(stream, text, ascii_json)
     yield current.close(part)
 
 

@@ -5,15 +5,20 @@ bigint beyond), float, str, bytes, list/tuple (HOLE marks a sparse-array hole), 
 any Mapping with str keys, and any object with `__fabric_json__()` (hashed as the value
 that method returns, e.g. a Fabric link).
 
-Speed matters (every session event is hashed), so the walk is written for CPython: leaf
-types are handled inline in the container loops instead of one call per value, short
-strings (keys repeat a lot) have their encodings cached, and the whole stream goes into
-one bytearray that is hashed once.
+Speed matters (every session event is hashed). The C extension lib._speedups encodes
+plain JSON-typed values (see lib/_speedups.c) and raises its Unsupported for anything
+else, which this module then encodes with its pure-Python reference walk: results are
+the reference's in every case. Without a compiler the extension is simply absent, and
+AGENTCTL_PURE_PYTHON=1 (any value but "" or "0") turns it off. The reference walk is
+written for CPython: leaf types are handled inline in the container loops instead of
+one call per value, short strings (keys repeat a lot) have their encodings cached, and
+the whole stream goes into one bytearray that is hashed once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +35,8 @@ __all__ = [
     "content_hash",
     "digest_to_content_hash",
     "encode_value",
+    "speedups_available",
+    "use_speedups",
     "value_hash",
     "value_hash_with_elements",
 ]
@@ -374,8 +381,49 @@ def _encode_into(value: Any, buf: bytearray) -> None:
         raise HashError("too-deep", "value is nested too deeply to hash") from None
 
 
+# -- the C fast path -------------------------------------------------------------------
+
+try:
+    from lib import _speedups
+except ImportError:  # built without a compiler: the reference walk does everything
+    _speedups = None
+
+Unsupported: type[Exception] = _speedups.Unsupported if _speedups is not None else Exception
+"""What the C functions raise for a value outside their plain-JSON fast path."""
+
+# The C entry points while enabled, else None; other modules read these at call time.
+_c_encode: Any = None
+_c_encode_json: Any = None
+_c_capture: Any = None
+
+
+def speedups_available() -> bool:
+    """Whether the C extension was built and imports."""
+    return _speedups is not None
+
+
+def use_speedups(enabled: bool) -> bool:
+    """Turn the C fast path on or off (tests run both); returns whether it is now on."""
+    global _c_encode, _c_encode_json, _c_capture
+    on = enabled and _speedups is not None
+    _c_encode = _speedups.encode if on else None
+    _c_encode_json = _speedups.encode_json if on else None
+    _c_capture = _speedups.capture if on else None
+    return on
+
+
+if _speedups is not None:
+    _speedups.set_frozen_type(FrozenDict)
+use_speedups(os.environ.get("AGENTCTL_PURE_PYTHON", "") in ("", "0"))
+
+
 def encode_value(value: Any) -> bytes:
     """The type-tagged byte stream whose SHA-256 is the value hash."""
+    if _c_encode is not None:
+        try:
+            return _c_encode(value)
+        except Unsupported:
+            pass
     buf = bytearray()
     _encode_into(value, buf)
     return bytes(buf)
@@ -383,6 +431,11 @@ def encode_value(value: Any) -> bytes:
 
 def value_hash(value: Any) -> bytes:
     """Raw 32-byte SHA-256 value hash (Common Fabric compatible)."""
+    if _c_encode is not None:
+        try:
+            return _sha256(_c_encode(value)).digest()
+        except Unsupported:
+            pass
     buf = bytearray()
     _encode_into(value, buf)
     return _sha256(buf).digest()
@@ -414,11 +467,19 @@ def value_hash_with_elements(array: Any) -> tuple[bytes, list[bytes]]:
         raise HashError("unsupported-value", "value_hash_with_elements needs an array")
     buf = bytearray(_ARRAY)
     bounds = []
+    fast = _c_encode
     try:
         for v in array:
             if v is HOLE:
                 raise HashError("unsupported-value", "holes have no element hash")
             start = len(buf)
+            if fast is not None:
+                try:
+                    buf += fast(v)
+                    bounds.append((start, len(buf)))
+                    continue
+                except Unsupported:
+                    pass
             _enc_value(v, buf)
             bounds.append((start, len(buf)))
     except RecursionError:

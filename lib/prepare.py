@@ -160,10 +160,25 @@ def prepare_session(
     snapshot: NativeSessionSnapshot | Mapping[str, Any],
     target_chunk_bytes: int = DEFAULT_TARGET_CHUNK_BYTES,
     driver: str | None = None,
+    *,
+    consume: bool = False,
 ) -> PreparedSession:
-    """Key, captured values, chunks and hashes of one snapshot (nothing is published)."""
+    """Key, captured values, chunks and hashes of one snapshot (nothing is published).
+
+    With consume=True the snapshot's events list (the model's, or the mapping's own
+    `events` list, not a validated copy of it) is emptied while it is prepared: each
+    event is dropped once hashed and serialised, so a caller holding nothing else of the
+    events never has the parsed events and the prepared text both whole in memory.
+    """
+    events: list[Any] | None = None
     if not isinstance(snapshot, NativeSessionSnapshot):
+        raw_events = snapshot.get("events") if isinstance(snapshot, Mapping) else None
+        if consume and type(raw_events) is list:
+            events = raw_events  # validated below without the (large) events list
+            snapshot = {k: v for k, v in snapshot.items() if k != "events"}
         snapshot = NativeSessionSnapshot.model_validate(snapshot)
+    if events is None:
+        events = snapshot.events
     source, session = normalize_key_parts(source_id, snapshot.summary.native_session_id)
     # one pydantic dump for the small views; events are captured one by one while chunking
     views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
@@ -171,7 +186,7 @@ def prepare_session(
     messages, messages_stream, messages_ascii, _ = capture_encoded(views["normalizedMessages"])
     del views  # the captures share its strings; its containers can go before chunking
     with _gc_paused():
-        chunks = tuple(iter_chunks(snapshot.events, target_chunk_bytes))
+        chunks = tuple(iter_chunks(_consumed(events) if consume else events, target_chunk_bytes))
     _after_walk(chunks)
     return PreparedSession(
         key=session_key(source, session),
@@ -192,6 +207,16 @@ def prepare_session(
         ),
         ascii_views=summary_ascii and messages_ascii,
     )
+
+
+def _consumed(events: list[Any]) -> Iterator[Any]:
+    """The events in order, each taken out of the list as it is handed on."""
+    for index in range(len(events)):
+        event = events[index]
+        events[index] = None
+        yield event
+        del event
+    events.clear()
 
 
 def _after_walk(chunks: Iterable[EventChunk]) -> None:

@@ -16,6 +16,7 @@ from lib.canonical import CaptureError, capture, capture_encoded
 from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED, BigInt, encode_value, value_hash
 from lib.types import NormalizedMessage, SessionSummary
+from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 
 def test_arrays_become_tuples_and_objects_frozen_dicts_in_canonical_key_order():

@@ -13,6 +13,7 @@ from lib.canonical import capture
 from lib.chunking import ChunkError, build_chunk, chunk_events, compact_json
 from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash
+from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 
 def _utf8_len(value) -> int:

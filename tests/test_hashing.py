@@ -22,6 +22,7 @@ from lib.hashing import (
     value_hash,
     value_hash_with_elements,
 )
+from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 
 def _b64(raw: bytes) -> str:

@@ -13,6 +13,7 @@ from lib.hashing import content_hash
 from lib.prepare import PreparedSession, PrepareError, prepare_session, snapshot_hash
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary
 from tests.bench.corpus import SessionGenerator
+from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 
 def _snapshot(**overrides) -> NativeSessionSnapshot:
@@ -211,3 +212,55 @@ def test_many_messages_and_non_ascii_identities_write_a_record_that_reads_back()
     assert record == json.loads(json.dumps(prepared.to_record()))
     assert len(record["normalizedMessages"]) == 1300 and record["sourceId"] == "cödex"
     assert PreparedSession.from_record(record).snapshot_hash == prepared.snapshot_hash
+
+
+def test_consuming_preparation_empties_the_models_events_and_prepares_the_same_session():
+    snapshot = _snapshot()
+    expected = prepare_session("codex", _snapshot(), target_chunk_bytes=2000)
+    events = snapshot.events
+    prepared = prepare_session("codex", snapshot, target_chunk_bytes=2000, consume=True)
+    assert prepared == expected and _record_text(prepared) == _record_text(expected)
+    assert events == [] and snapshot.events is events
+
+
+def test_consuming_a_wire_snapshot_empties_its_own_events_list_not_a_copy():
+    wire = SessionGenerator(11).session(11, 60_000)
+    expected = prepare_session("codex", wire)
+    events = wire["events"]
+    held = list(events)  # the events themselves stay alive here, only the list is emptied
+    prepared = prepare_session("codex", wire, consume=True)
+    assert prepared == expected and events == [] and wire["events"] is events
+    assert sum(c.event_count for c in prepared.chunks) == len(held)
+
+
+def test_a_consumed_event_is_released_before_preparation_ends(monkeypatch):
+    import gc
+    import weakref
+
+    from lib import chunking
+
+    class Event(dict):  # a dict subclass can be weakly referenced; it takes the captured path
+        pass
+
+    refs = []
+
+    def events():
+        for i in range(3):
+            event = Event(type="turn", id=f"t{i}", text="x" * 100)
+            refs.append(weakref.ref(event))
+            yield event
+
+    snapshot = _snapshot(events=[])
+    snapshot.events = list(events())
+    alive_while_preparing = []
+    real = chunking._measure
+
+    def measure(event, index):
+        gc.collect()
+        alive_while_preparing.append(sum(ref() is not None for ref in refs))
+        return real(event, index)
+
+    monkeypatch.setattr(chunking, "_measure", measure)
+    prepare_session("codex", snapshot, consume=True)
+    # when event i is measured, the events before it are gone already
+    assert alive_while_preparing == [3, 2, 1]

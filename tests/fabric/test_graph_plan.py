@@ -13,6 +13,7 @@ from lib.fabric.cell_id import cell_id
 from lib.fabric.graph_plan import GraphPlanError, PlannedGraph, plan_graph
 from lib.fabric.values import Link
 from lib.hashing import HOLE, UNDEFINED, content_hash, value_hash
+from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 SPACE = "did:key:z6MkPlanSpace"
 OWNER = "did:key:z6MkPlanOwner"
