@@ -7,12 +7,12 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
 import click
-from lib.prepare import PreparedSession
 
 from cli.context import AppContext
 from cli.errors import EXIT_OK, EXIT_PARTIAL
-from cli.pipeline import Item, kind_of
+from cli.pipeline import Item
 from cli.records import InputRecord, RecordWriter, read_records
+from lib.prepare import PreparedSession
 
 
 class Stage(Protocol):
@@ -73,6 +73,3 @@ def exit_for(writer: RecordWriter) -> None:
     ctx = click.get_current_context()
     ctx.exit(EXIT_PARTIAL if writer.errors else EXIT_OK)
 
-
-def count_kind(items: Iterable[Item], kind: str) -> int:
-    return sum(1 for item in items if kind_of(item) == kind)
