@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from cli.records import InputRecord, error_record
 from lib.drivers.base import AgentDriver, DriverError
 from lib.git_context import GitContextResolver
+from lib.memory_release import release_after_large_session
 from lib.prepare import PreparedSession, prepare_session
 from lib.reconcile import CollectionError, merge_inventory_lifecycle, stream_source
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
@@ -190,6 +191,7 @@ class ReadStage:
         if isinstance(driver, DriverError):
             yield self._error(state, source_id, session_id, driver.code, driver.message)
             return
+        release_after_large_session()  # a large session before this one is all freed now
         try:
             snapshot = driver.read_session(session_id)
         except DriverError as exc:
@@ -262,8 +264,17 @@ class PrepareStage:
             return
         data = data_of(item)
         source_id = data.get("sourceId")
+        raw = data.get("snapshot")
+        events = raw.get("events") if isinstance(raw, dict) else None
         try:
-            snapshot = NativeSessionSnapshot.model_validate(data.get("snapshot"))
+            if type(events) is list:
+                # Validated without its events (list[Any] takes any list), which stay in
+                # their own list: preparing consumes that very list, so each parsed
+                # event is freed once prepared, not kept alive by a validated copy.
+                snapshot = NativeSessionSnapshot.model_validate({k: v for k, v in raw.items() if k != "events"})
+                snapshot.events = events
+            else:
+                snapshot = NativeSessionSnapshot.model_validate(raw)
         except ValidationError as exc:
             yield error_record(self.stage, "bad-input", f"snapshot record: {_first_error(exc)}", source_id=source_id)
             return
@@ -272,7 +283,7 @@ class PrepareStage:
                                native_session_id=snapshot.summary.native_session_id)
             return
         try:
-            yield prepare_session(source_id, snapshot, driver=data.get("driver"))
+            yield prepare_session(source_id, snapshot, driver=data.get("driver"), consume=True)
         except ValueError as exc:
             yield error_record(self.stage, getattr(exc, "code", "bad-input"), str(exc), source_id=source_id,
                                native_session_id=snapshot.summary.native_session_id)

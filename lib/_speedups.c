@@ -4,8 +4,8 @@
  * float, str without lone surrogates, list, tuple, and dict (or the registered
  * FrozenDict type) with str keys, all of their exact built-in types. Anything else
  * (UNDEFINED, HOLE, bytes, BigInt, larger ints, subclasses, objects with
- * __fabric_json__, non-str keys, nesting deeper than MAX_DEPTH, which includes
- * cycles) raises Unsupported, and the caller runs the pure-Python reference for that
+ * __fabric_json__ other than registered types, non-str keys, nesting deeper than
+ * MAX_DEPTH, which includes cycles) raises Unsupported, and the caller runs the pure-Python reference for that
  * value. So for every value the result is either the reference's bytes or Unsupported.
  *
  *   encode(value, marks=None) -> bytes
@@ -20,6 +20,8 @@
  *       lib.canonical's captured copy (dicts become FrozenDicts in canonical key order,
  *       lists tuples; immutable leaves shared) and the stream, in one walk.
  *   set_frozen_type(type)  the FrozenDict class (a dict subclass read as a dict).
+ *   add_fabric_type(type)  objects of exactly this type are encoded as the value their
+ *       __fabric_json__() returns (lib.hashing registers the types its walk meets so).
  *
  * Long strings (> 64 UTF-8 bytes) are hashed with hashlib's sha256 (OpenSSL, which
  * uses the CPU's SHA instructions), called once per such string.
@@ -38,6 +40,8 @@
 static PyObject *Unsupported;       /* the fall-back signal */
 static PyObject *sha256_func;       /* hashlib.sha256 */
 static PyTypeObject *frozen_type;   /* lib.frozen.FrozenDict, once registered */
+static PyObject *fabric_types;      /* types hashed as their __fabric_json__() (a set) */
+static PyObject *fabric_json_name;  /* "__fabric_json__" */
 
 typedef struct {
     char *data;
@@ -546,6 +550,31 @@ enc_leaf(Enc *e, PyObject *v)
     return unsupported("a value outside plain JSON types");
 }
 
+/* An object of a registered type (a Link) hashes as its __fabric_json__() value, as in
+ * the reference. Only the plain stream has it: capture and JSON leave it to Python. */
+static int
+enc_fabric(Enc *e, PyObject *v)
+{
+    if (++e->depth > MAX_DEPTH) {
+        e->depth--;
+        return unsupported("nested too deeply for the fast path");
+    }
+    int rc = -1;
+    PyObject *json = PyObject_CallMethodNoArgs(v, fabric_json_name);
+    if (json == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            rc = unsupported("no __fabric_json__ on this object");
+        }
+    }
+    else {
+        rc = enc_value(e, json, NULL);
+        Py_DECREF(json);
+    }
+    e->depth--;
+    return rc;
+}
+
 static int
 enc_value(Enc *e, PyObject *v, PyObject **out)
 {
@@ -560,6 +589,9 @@ enc_value(Enc *e, PyObject *v, PyObject **out)
         e->depth--;
         return rc;
     }
+    if (out == NULL && !e->want_json && fabric_types != NULL && PySet_GET_SIZE(fabric_types) &&
+        !PyUnicode_Check(v) && PySet_Contains(fabric_types, (PyObject *)t) == 1)
+        return enc_fabric(e, v);
     if (enc_leaf(e, v) < 0)
         return -1;
     if (out != NULL)
@@ -638,6 +670,18 @@ py_set_frozen_type(PyObject *self, PyObject *type)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+py_add_fabric_type(PyObject *self, PyObject *type)
+{
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "a fabric type must be a type");
+        return NULL;
+    }
+    if (PySet_Add(fabric_types, type) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_VARARGS | METH_KEYWORDS,
      "encode(value, marks=None) -> bytes: the value-hash byte stream of a plain value."},
@@ -645,6 +689,8 @@ static PyMethodDef methods[] = {
      "encode_json(value) -> (stream, compact UTF-8 JSON, wide): one walk, both outputs."},
     {"capture", py_capture, METH_O,
      "capture(value) -> (captured copy, stream, wide): lib.canonical's capture in one walk."},
+    {"add_fabric_type", py_add_fabric_type, METH_O,
+     "Hash objects of exactly this type as their __fabric_json__() (encode only)."},
     {"set_frozen_type", py_set_frozen_type, METH_O, "Register the FrozenDict class."},
     {NULL, NULL, 0, NULL},
 };
@@ -667,6 +713,10 @@ PyInit__speedups(void)
     sha256_func = PyObject_GetAttrString(hashlib, "sha256");
     Py_DECREF(hashlib);
     if (sha256_func == NULL)
+        goto fail;
+    fabric_types = PySet_New(NULL);
+    fabric_json_name = PyUnicode_InternFromString("__fabric_json__");
+    if (fabric_types == NULL || fabric_json_name == NULL)
         goto fail;
     Unsupported = PyErr_NewExceptionWithDoc(
         "lib._speedups.Unsupported",

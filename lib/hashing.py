@@ -117,6 +117,12 @@ _END = b"\x00"
 _LONG = b"\xf0"
 _sha256 = hashlib.sha256
 
+try:
+    from lib import _speedups
+except ImportError:  # built without a compiler: the reference walk does everything
+    _speedups = None
+_fabric_types: set[type] = set()  # registered with the C walk (see _enc_other)
+
 # Encodings of strings of at most _SHORT_LIMIT characters: keys and enum-like values
 # repeat a lot; longer strings are mostly unique text and are not cached.
 _str_cache: dict[str, bytes] = {}
@@ -357,6 +363,11 @@ def _enc_other(v: Any, buf: bytearray) -> None:
         method = getattr(v, "__fabric_json__", None)
         if method is None:
             raise HashError("unsupported-value", f"cannot hash a value of type {type(v).__name__}")
+        if _speedups is not None and type(v) not in _fabric_types:
+            # Every object of exactly this type takes this branch, so the C walk may
+            # call __fabric_json__ itself from now on (links are everywhere in graphs).
+            _fabric_types.add(type(v))
+            _speedups.add_fabric_type(type(v))
         _enc_value(method(), buf)
 
 
@@ -383,10 +394,6 @@ def _encode_into(value: Any, buf: bytearray) -> None:
 
 # -- the C fast path -------------------------------------------------------------------
 
-try:
-    from lib import _speedups
-except ImportError:  # built without a compiler: the reference walk does everything
-    _speedups = None
 
 Unsupported: type[Exception] = _speedups.Unsupported if _speedups is not None else Exception
 """What the C functions raise for a value outside their plain-JSON fast path."""

@@ -37,6 +37,7 @@ from lib.chunking import (
     iter_chunks,
 )
 from lib.hashing import Encoded, clear_string_cache, content_hash
+from lib.memory_release import note_large_session
 from lib.session_key import normalize_key_parts, session_key
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary
 
@@ -222,9 +223,11 @@ def _consumed(events: list[Any]) -> Iterator[Any]:
 def _after_walk(chunks: Iterable[EventChunk]) -> None:
     """After a large session, drop the string-encoding cache: its entries are that
     session's own small strings, scattered through the memory its parse used, and would
-    keep much of that memory resident. Small sessions keep it warm for the next one."""
+    keep much of that memory resident. Small sessions keep it warm for the next one.
+    The session is also noted for lib.memory_release (its memory, once free, goes back)."""
     if sum(chunk.byte_length for chunk in chunks) > CACHE_RESET_BYTES:
         clear_string_cache()
+        note_large_session()
 
 
 @contextmanager

@@ -264,3 +264,19 @@ def test_a_consumed_event_is_released_before_preparation_ends(monkeypatch):
     prepare_session("codex", snapshot, consume=True)
     # when event i is measured, the events before it are gone already
     assert alive_while_preparing == [3, 2, 1]
+
+
+def test_a_large_session_is_noted_for_memory_release_and_released_once(monkeypatch):
+    import sys
+
+    from lib import memory_release, prepare
+
+    memory_release.release_after_large_session()  # whatever came before
+    assert memory_release.release_after_large_session() is False
+    prepare_session("codex", _snapshot())
+    assert memory_release.release_after_large_session() is False  # small: nothing to hand back
+    monkeypatch.setattr(prepare, "CACHE_RESET_BYTES", 1000)
+    prepare_session("codex", _snapshot())
+    released = memory_release.release_after_large_session()
+    assert released is sys.platform.startswith("linux")  # glibc's malloc_trim
+    assert memory_release.release_after_large_session() is False

@@ -45,6 +45,13 @@ class Fabric:
         return self.value
 
 
+class Unregistered:
+    """A __fabric_json__ type the reference walk has not met yet."""
+
+    def __fabric_json__(self):
+        return {"a": 1}
+
+
 def reference_stream(value) -> bytes:
     """lib.hashing's pure-Python walk, whatever the fast path says."""
     buf = bytearray()
@@ -68,8 +75,11 @@ def _no_surrogate(s: str) -> bool:
 
 
 def is_plain(value, depth: int = 0) -> bool:
-    """The values the C path must handle itself (exact built-in JSON types)."""
+    """The values the C path must handle itself: exact built-in JSON types, and objects
+    of a type the reference walk registered as hashed by its __fabric_json__."""
     t = type(value)
+    if t in lib.hashing._fabric_types:
+        return depth + 1 <= _speedups.MAX_DEPTH and is_plain(value.__fabric_json__(), depth + 1)
     if value is None or t is bool or t is float:
         return True
     if t is int:
@@ -242,7 +252,7 @@ def test_c_marks_every_nested_array_element_like_the_planner_walk(items):
         BigInt(3),
         2**53 + 1,
         -(2**53) - 1,
-        Fabric({"a": 1}),
+        Unregistered(),
         Encoded(b"\x20"),
         "lone \ud800",
         {"k\udfff": 1},
@@ -341,3 +351,27 @@ def test_both_paths_refuse_the_same_events_with_the_same_error():
                 lib.hashing.use_speedups(True)
             errors.append((info.value.code, info.value.message))
         assert errors[0] == errors[1]
+
+
+def test_a_fabric_type_the_reference_met_is_hashed_in_c_as_its_json():
+    class Pointer:
+        def __init__(self, target):
+            self.target = target
+
+        def __fabric_json__(self):
+            return {"/": {"link@1": {"id": self.target, "path": [], "space": "did:key:z"}}}
+
+    value = {"links": [Pointer("of:a"), Pointer("of:b")], "n": 1}
+    with pytest.raises(_speedups.Unsupported):
+        _speedups.encode(value)
+    expected = reference_stream(value)  # meets Pointer, registers it
+    assert _speedups.encode(value) == expected
+    assert _speedups.encode(Pointer("of:c")) == reference_stream({"/": {"link@1": {"id": "of:c", "path": [], "space": "did:key:z"}}})
+    with pytest.raises(_speedups.Unsupported):  # capture and JSON keep to plain values
+        _speedups.capture(value)
+    orphan = Pointer("of:d")
+    del Pointer.__fabric_json__  # an object of the type without the method: the reference decides
+    with pytest.raises(_speedups.Unsupported):
+        _speedups.encode(orphan)
+    with pytest.raises(HashError):
+        encode_value(orphan)

@@ -25,7 +25,9 @@ since a cell whose value is undefined cannot be told from an absent cell.
 
 Content hashes are the value hash of the raw element. An element that needs one is
 encoded once into a buffer that records where each nested array element starts and ends,
-so nested elements hash their slice of it instead of walking their subtree again.
+so nested elements hash their slice of it instead of walking their subtree again. The C
+extension (lib._speedups.encode with marks) does this for plain values; `_encode` below
+is the same walk in Python for the rest.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import lib.hashing as _hashing
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
 from lib.fabric.values import Link
 from lib.frozen import sorted_keys
-from lib.hashing import HOLE, UNDEFINED, digest_to_content_hash, encode_value
+from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
 PRIMARY_FIELDS = ("key", "id", "uuid", "commandId", "messageId", "toolCallId", "toolUseId")
 PAIR_FIELDS = ("sourceId", "nativeSessionId")
@@ -276,13 +279,21 @@ class _Planner:
         known = self.digests.pop(id(item), None)
         if known is not None:
             return known
-        buf = bytearray()
         marks: list[tuple[int, int, int]] = []
-        try:
-            _encode(item, buf, marks)
-        except RecursionError:
-            raise GraphPlanError("too-deep", "value is nested too deeply to hash") from None
-        view = memoryview(buf)
+        stream: bytes | bytearray | None = None
+        fast = _hashing._c_encode
+        if fast is not None:
+            try:
+                stream = fast(item, marks)  # the same stream and marks, from C
+            except Unsupported:
+                marks.clear()
+        if stream is None:
+            stream = bytearray()
+            try:
+                _encode(item, stream, marks)
+            except RecursionError:
+                raise GraphPlanError("too-deep", "value is nested too deeply to hash") from None
+        view = memoryview(stream)
         for key, start, end in marks:
             self.digests[key] = _sha256(view[start:end]).digest()
         whole = _sha256(view).digest()

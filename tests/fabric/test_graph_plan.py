@@ -369,3 +369,13 @@ def test_a_captured_value_plans_the_same_cells_as_the_plain_value():
     assert [value_hash(c.value) for c in captured.cells()] == [
         value_hash(c.value) for c in plain.cells()
     ]
+
+
+def test_nested_element_hashes_come_from_one_encoding_of_their_ancestor():
+    planner = graph_plan._Planner(SPACE)
+    inner = {"t": "c", "zs": [{"t": "d"}]}
+    outer = {"t": "a", "xs": [{"t": "b", "ys": [inner]}]}
+    assert planner.digest(outer) == value_hash(outer)
+    # the nested elements' hashes were recorded while encoding `outer`, on either path
+    assert planner.digests[id(inner)] == value_hash(inner)
+    assert planner.digest(inner) == value_hash(inner) and id(inner) not in planner.digests
