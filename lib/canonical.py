@@ -26,9 +26,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+import lib.hash_stream as _stream
 import lib.hashing as _hashing
 from lib.frozen import FrozenDict, sorted_keys
-from lib.hashing import (  # the fused walk shares hashing's encoders and string cache
+from lib.hash_stream import (  # the fused walk shares the reference encoders and string cache
     _ARRAY,
     _END,
     _FALSE,
@@ -49,8 +50,8 @@ from lib.hashing import (  # the fused walk shares hashing's encoders and string
     _odd_keys,
     _str_cache,
     _str_miss,
-    encode_value,
 )
+from lib.hashing import encode_value
 
 __all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]
 
@@ -82,7 +83,7 @@ class Captured(NamedTuple):
 
 
 # Values seen that plain JSON cannot hold; read before and after a walk, like
-# lib.hashing._wide_strings (another thread can only add false alarms).
+# lib.hash_stream._wide_strings (another thread can only add false alarms).
 _non_json = 0
 
 
@@ -101,7 +102,7 @@ def capture_encoded(value: Any) -> Captured:
         except _hashing.Unsupported:
             pass  # not plain JSON through and through: the walk below decides
     buf = bytearray()
-    wide_before = _hashing._wide_strings
+    wide_before = _stream._wide_strings
     non_json_before = _non_json
     try:
         captured = _cap_value(value, buf)
@@ -112,7 +113,7 @@ def capture_encoded(value: Any) -> Captured:
     except HashError as exc:
         raise CaptureError(exc.code, exc.message) from None
     return Captured(
-        captured, bytes(buf), _hashing._wide_strings == wide_before, _non_json == non_json_before
+        captured, bytes(buf), _stream._wide_strings == wide_before, _non_json == non_json_before
     )
 
 

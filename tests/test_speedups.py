@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lib.hash_stream
 import lib.hashing
 from lib import _speedups  # built by `make install` (pyproject.toml); these tests need it
 from lib.canonical import capture_encoded
@@ -55,7 +56,7 @@ class Unregistered:
 def reference_stream(value) -> bytes:
     """lib.hashing's pure-Python walk, whatever the fast path says."""
     buf = bytearray()
-    lib.hashing._encode_into(value, buf)
+    lib.hash_stream._encode_into(value, buf)
     return bytes(buf)
 
 
@@ -78,7 +79,7 @@ def is_plain(value, depth: int = 0) -> bool:
     """The values the C path must handle itself: exact built-in JSON types, and objects
     of a type the reference walk registered as hashed by its __fabric_json__."""
     t = type(value)
-    if t in lib.hashing._fabric_types:
+    if t in lib.hash_stream._fabric_types:
         return depth + 1 <= _speedups.MAX_DEPTH and is_plain(value.__fabric_json__(), depth + 1)
     if value is None or t is bool or t is float:
         return True
