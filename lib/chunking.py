@@ -1,6 +1,6 @@
 """Event chunks: provider events grouped into chunks of at most ~512 KiB of JSON.
 
-Each event is captured (lib.canonical) and serialised once, compactly: separators
+Each event is hash-encoded and serialised once, compactly: separators
 "," and ":", non-ASCII written as UTF-8, keys in canonical order (Python's float repr
 for non-integral numbers). That text is both the measurement and what a `prepared`
 record carries, so byte lengths describe exactly what is written. A chunk's byte length

@@ -1,8 +1,11 @@
 """prepare_session: a snapshot's stable key, captured values, event chunks and hashes.
 
 This is the spec's `prepareSession(sourceId, snapshot, targetChunkBytes?)`: everything a
-publisher needs, computed without touching Fabric. The summary, events and normalized
-messages are captured (immutable, canonical) before anything is measured or hashed.
+publisher needs, computed without touching Fabric. The summary and normalized messages
+are captured (immutable, canonical) before anything is measured or hashed; each event is
+hashed and serialised once into its chunk's immutable text (lib.chunking), which is what
+everything after preparation reads. `consume=True` empties the snapshot's events list
+as it goes (each parsed event freed once prepared), for callers that hand it over.
 
 `snapshotHash` is the content hash of
 
