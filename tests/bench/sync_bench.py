@@ -83,8 +83,10 @@ def _corpus_driver(path: str, inventory: Path) -> Any:
                 raise DriverError("not-found", f"no session {native_session_id}")
             self._file.seek(entry["offset"])
             line = self._file.read(entry["bytes"])
-            snapshot = json.loads(line)["snapshot"]
-            del line
+            text = line.decode("utf-8")
+            del line  # json.loads(bytes) would decode a second copy while parsing
+            snapshot = json.loads(text)["snapshot"]
+            del text
             return NativeSessionSnapshot.model_validate(snapshot)
 
     return CorpusDriver(AgentSourceConfig(id="codex", driver="codex-app-server"))
