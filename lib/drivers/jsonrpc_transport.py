@@ -216,9 +216,11 @@ class JsonRpcTransport:
             run.pending[request_id] = slot
         message = {"jsonrpc": "2.0", "id": request_id, "method": method,
                    "params": {} if params is None else params}
+        # Marked before writing: once the write begins the child may act on it, so a run
+        # that ends from here on cannot prove the request did not take effect.
+        slot.sent = True
         try:
             self._send(run, message)
-            slot.sent = True
         except TransportClosed:
             with run.lock:
                 run.pending.pop(request_id, None)
