@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lib.frozen import FrozenDict, has_surrogate, sorted_keys, utf8
@@ -198,49 +198,21 @@ def _enc_dict(d: Mapping[Any, Any], buf: bytearray) -> None:
             _enc_keys(d, ordered, buf)
 
 
-# The two hot loops below share one body (leaf types inline, most frequent first, as
-# measured on Codex sessions); they differ only in how they iterate, because items() on
-# a presorted FrozenDict is several times cheaper than indexing a dict by sorted keys.
-
-
 def _enc_frozen(d: FrozenDict, buf: bytearray) -> None:
-    cache = _str_cache
-    buf += _OBJECT
-    for k, v in d.items():
-        e = cache.get(k)
-        if e is None:
-            e = _str_miss(k)
-        buf += e
-        t = type(v)
-        if t is str:
-            e = cache.get(v)
-            if e is None:
-                e = _str_miss(v)
-            buf += e
-        elif t is int:
-            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
-        elif t is FrozenDict:
-            _enc_frozen(v, buf)
-        elif t is dict:
-            _enc_dict(v, buf)
-        elif t is tuple or t is list:
-            _enc_list(v, buf)
-        elif v is None:
-            buf += _NULL
-        elif t is bool:
-            buf += _TRUE if v else _FALSE
-        elif t is float:
-            buf += _NAN if v != v else _NUM(0x23, v)
-        else:
-            _enc_other(v, buf)
-    buf += _END
+    # items() of a presorted FrozenDict is already in canonical key order
+    _enc_pairs(d.items(), buf)
 
 
 def _enc_keys(d: Mapping[Any, Any], keys: list[Any], buf: bytearray) -> None:
+    _enc_pairs(((k, d[k]) for k in keys), buf)
+
+
+def _enc_pairs(pairs: Iterable[tuple[Any, Any]], buf: bytearray) -> None:
+    """An object's key/value pairs, given in canonical order. Leaf types are inline,
+    most frequent first: this is the reference walk's hot loop."""
     cache = _str_cache
     buf += _OBJECT
-    for k in keys:
-        v = d[k]
+    for k, v in pairs:
         e = cache.get(k)
         if e is None:
             e = _str_miss(k)
