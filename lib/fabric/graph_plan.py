@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,16 +41,18 @@ from typing import Any
 import lib.hashing as _hashing
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
+from lib.fabric.element_identity import (
+    extra_secondary,
+    is_array,
+    is_object,
+    natural_identity,
+)
 from lib.fabric.values import Link
 from lib.frozen import sorted_keys
 from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
-PRIMARY_FIELDS = ("key", "id", "uuid", "commandId", "messageId", "toolCallId", "toolUseId")
-PAIR_FIELDS = ("sourceId", "nativeSessionId")
-SECONDARY_FIELDS = ("nativeSessionId", "sessionId", "part", "contentHash")
 ELEMENT_CONNECTOR = "array-element"
 _LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
-_IDENTITY_FIELDS = frozenset(PRIMARY_FIELDS + PAIR_FIELDS + SECONDARY_FIELDS)
 
 _sha256 = hashlib.sha256
 
@@ -100,64 +101,6 @@ def plan_graph(root_cause: Any, root_value: Any, base_scope: Mapping[str, Any]) 
     return PlannedGraph(scope["spaceDid"], root, tuple(planner.cells))
 
 
-def natural_identity(element: Any) -> dict[str, Any] | None:
-    """The identity an element's own fields give it (rules 1-3), or None."""
-    if type(element) is not dict and not _is_object(element):
-        return None
-    if _IDENTITY_FIELDS.isdisjoint(element.keys()):
-        return None  # the common case for provider events: one set test, no lookups
-    get = element.get
-    for field in PRIMARY_FIELDS:
-        v = get(field)
-        if v is not None and _usable(v):
-            return {"field": field, "value": v}
-    source, session = get("sourceId"), get("nativeSessionId")
-    if _usable(source) and _usable(session):
-        return {"fields": {"sourceId": source, "nativeSessionId": session}}
-    secondary = _secondary(element)
-    return {"fields": secondary} if secondary else None
-
-
-def _usable(v: Any) -> bool:
-    """Identity values are non-empty strings and finite numbers (never booleans)."""
-    if type(v) is str:
-        return v != ""
-    if isinstance(v, str):
-        return False  # a str subclass (an Enum member) names itself ambiguously
-    if isinstance(v, bool):
-        return False
-    if isinstance(v, int):
-        return True
-    return isinstance(v, float) and math.isfinite(v)
-
-
-def _secondary(element: Any) -> dict[str, Any]:
-    get = element.get
-    return {f: get(f) for f in SECONDARY_FIELDS if _usable(get(f))}
-
-
-def _extra_secondary(element: Any, identity: dict[str, Any]) -> dict[str, Any]:
-    """Secondary fields that can tell apart elements sharing a primary or pair identity."""
-    if "field" in identity:
-        return _secondary(element)
-    if identity.get("fields", {}).keys() == set(PAIR_FIELDS):
-        return {f: v for f, v in _secondary(element).items() if f not in PAIR_FIELDS}
-    return {}  # a secondary or content-hash identity already holds them all
-
-
-def _is_object(v: Any) -> bool:
-    return type(v) is dict or (isinstance(v, Mapping) and not hasattr(v, "__fabric_json__"))
-
-
-def _is_array(v: Any) -> bool:
-    t = type(v)
-    return (
-        t is list
-        or t is tuple
-        or (isinstance(v, list | tuple) and not hasattr(v, "__fabric_json__"))
-    )
-
-
 class _Planner:
     def __init__(self, space: str) -> None:
         self.space = space
@@ -169,7 +112,7 @@ class _Planner:
     def convert(self, value: Any, scope: _Scope, path: tuple[str, ...]) -> Any:
         """value with its arrays replaced by arrays of links (the same object if none)."""
         t = type(value)
-        if t is dict or (t is not str and _is_object(value)):
+        if t is dict or (t is not str and is_object(value)):
             out: dict[str, Any] | None = None
             nested = [k for k, v in value.items() if type(v) not in _LEAF_TYPES]
             if len(nested) > 1:
@@ -184,7 +127,7 @@ class _Planner:
             if out is None:
                 return value if isinstance(value, dict) else dict(value)
             return out
-        if t is list or t is tuple or (t is not str and _is_array(value)):
+        if t is list or t is tuple or (t is not str and is_array(value)):
             return self.plan_array(value, scope, path)
         return value
 
@@ -209,7 +152,7 @@ class _Planner:
             cid = _id_of_encoded_cause(encoded)
             inner = _Scope(cause, encoded)
             # children of this element are scoped by its complete cause, paths restart
-            if _is_array(item):
+            if is_array(item):
                 value: Any = self.plan_array(item, inner, ())
             else:
                 value = self.convert(item, inner, ())
@@ -252,7 +195,7 @@ class _Planner:
         if len({digests[i] for i in members}) > 1:
             subgroups: dict[bytes, list[int]] = {}
             for i in members:
-                secondary = _extra_secondary(items[i], ids[i])
+                secondary = extra_secondary(items[i], ids[i])
                 if secondary:
                     ids[i] = {**ids[i], "secondary": secondary}
                 subgroups.setdefault(encode_value(ids[i]), []).append(i)
@@ -274,7 +217,7 @@ class _Planner:
 
     def digest(self, item: Any) -> bytes:
         """The value hash of an element, from the record of an ancestor's encoding if any."""
-        if not (_is_object(item) or _is_array(item)):
+        if not (is_object(item) or is_array(item)):
             return _sha256(encode_value(item)).digest()
         known = self.digests.pop(id(item), None)
         if known is not None:
@@ -371,7 +314,7 @@ def _encode(v: Any, buf: bytearray, marks: list[tuple[int, int, int]]) -> None:
     against lib.hashing.value_hash.
     """
     t = type(v)
-    if t is dict or (t is not str and _is_object(v)):
+    if t is dict or (t is not str and is_object(v)):
         buf += b"\x11"
         for k in _sorted(v):
             buf += _encode_str(k)
@@ -381,7 +324,7 @@ def _encode(v: Any, buf: bytearray, marks: list[tuple[int, int, int]]) -> None:
             else:
                 _encode(x, buf, marks)
         buf += b"\x00"
-    elif t is list or t is tuple or (t is not str and _is_array(v)):
+    elif t is list or t is tuple or (t is not str and is_array(v)):
         buf += b"\x10"
         holes = 0
         for x in v:
@@ -394,7 +337,7 @@ def _encode(v: Any, buf: bytearray, marks: list[tuple[int, int, int]]) -> None:
             tx = type(x)
             if tx is str:
                 buf += _encode_str(x)
-            elif tx is dict or tx is list or tx is tuple or _is_object(x) or _is_array(x):
+            elif tx is dict or tx is list or tx is tuple or is_object(x) or is_array(x):
                 start = len(buf)
                 _encode(x, buf, marks)
                 marks.append((id(x), start, len(buf)))
