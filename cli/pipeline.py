@@ -20,7 +20,12 @@ from lib.drivers.base import AgentDriver, DriverError
 from lib.git_context import GitContextResolver
 from lib.memory_release import release_after_large_session
 from lib.prepare import PreparedSession, prepare_session
-from lib.reconcile import CollectionError, merge_inventory_lifecycle, stream_source
+from lib.reconcile import (
+    CollectionError,
+    error_code_and_message,
+    merge_inventory_lifecycle,
+    stream_source,
+)
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
 # What flows between stages: a record dict, a line passed through as read, or a
@@ -194,11 +199,8 @@ class ReadStage:
         release_after_large_session()  # a large session before this one is all freed now
         try:
             snapshot = driver.read_session(session_id)
-        except DriverError as exc:
-            yield self._error(state, source_id, session_id, exc.code, exc.message)
-            return
-        except Exception as exc:  # noqa: BLE001 - recorded with a stable code
-            yield self._error(state, source_id, session_id, "read-failed", str(exc) or "read failed")
+        except Exception as exc:  # noqa: BLE001 - recorded with a stable code, as collection does
+            yield self._error(state, source_id, session_id, *error_code_and_message(exc, "read-failed"))
             return
         snapshot = merge_inventory_lifecycle(snapshot, summary)
         snapshot = snapshot.model_copy(update={"summary": self._git.enrich(snapshot.summary)})

@@ -242,7 +242,7 @@ class SourceStream(Iterator[StreamItem]):
             raise
         except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
             self._check_signal("list", None)
-            return self._record("list", None, *_code_and_message(exc, "list-failed"))
+            return self._record("list", None, *error_code_and_message(exc, "list-failed"))
         self._check_signal("list", None)
         return page
 
@@ -256,7 +256,7 @@ class SourceStream(Iterator[StreamItem]):
             raise
         except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
             self._check_signal("read", session_id)
-            return self._record("read", session_id, *_code_and_message(exc, "read-failed"))
+            return self._record("read", session_id, *error_code_and_message(exc, "read-failed"))
         self._check_signal("read", session_id)
         return merge_inventory_lifecycle(snapshot, summary)
 
@@ -290,7 +290,7 @@ class SourceStream(Iterator[StreamItem]):
         return StreamItem(kind="error", error=self._record(stage, session_id, code, message))
 
 
-def _code_and_message(exc: Exception, fallback_code: str) -> tuple[str, str]:
+def error_code_and_message(exc: Exception, fallback_code: str) -> tuple[str, str]:
     """A stable code and a human message; never the exception class name."""
     if isinstance(exc, DriverError):
         return exc.code or fallback_code, exc.message or fallback_code
