@@ -256,3 +256,14 @@ def test_read_graph_of_every_index_link_is_complete_after_sync(world):
     finally:
         store.close()
     shutil.rmtree(tmp_path / "run", ignore_errors=True)
+
+
+def test_read_retains_sessions_whose_published_copy_is_current_and_full_reads_them(world):
+    _tmp_path, _home, _config, env = world
+    assert run(["sync"], env()).returncode == 0
+    *_, retained = pipeline([["list", "codex"], ["read"]], env())
+    assert retained.returncode == 0, retained.stderr
+    assert retained.of("snapshot") == []
+    assert {r["summary"]["nativeSessionId"] for r in retained.of("retained")} == {t.id for t in demo_threads()}
+    *_, full = pipeline([["list", "codex"], ["read", "--full"]], env())
+    assert len(full.of("snapshot")) == len(demo_threads()) and full.of("retained") == []
