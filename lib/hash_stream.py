@@ -208,8 +208,7 @@ def _enc_keys(d: Mapping[Any, Any], keys: list[Any], buf: bytearray) -> None:
 
 
 def _enc_pairs(pairs: Iterable[tuple[Any, Any]], buf: bytearray) -> None:
-    """An object's key/value pairs, given in canonical order. Leaf types are inline,
-    most frequent first: this is the reference walk's hot loop."""
+    """An object's key/value pairs, given in canonical order."""
     cache = _str_cache
     buf += _OBJECT
     for k, v in pairs:
@@ -217,63 +216,21 @@ def _enc_pairs(pairs: Iterable[tuple[Any, Any]], buf: bytearray) -> None:
         if e is None:
             e = _str_miss(k)
         buf += e
-        t = type(v)
-        if t is str:
-            e = cache.get(v)
-            if e is None:
-                e = _str_miss(v)
-            buf += e
-        elif t is int:
-            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
-        elif t is FrozenDict:
-            _enc_frozen(v, buf)
-        elif t is dict:
-            _enc_dict(v, buf)
-        elif t is tuple or t is list:
-            _enc_list(v, buf)
-        elif v is None:
-            buf += _NULL
-        elif t is bool:
-            buf += _TRUE if v else _FALSE
-        elif t is float:
-            buf += _NAN if v != v else _NUM(0x23, v)
-        else:
-            _enc_other(v, buf)
+        _enc_value(v, buf)
     buf += _END
 
 
 def _enc_list(a: Any, buf: bytearray) -> None:
-    cache = _str_cache
     buf += _ARRAY
     holes = 0
     for v in a:
-        if holes and v is not HOLE:
+        if v is HOLE:
+            holes += 1
+            continue
+        if holes:
             buf += b"\x01" + _leb128(holes)
             holes = 0
-        t = type(v)
-        if t is FrozenDict:
-            _enc_frozen(v, buf)
-        elif t is str:
-            e = cache.get(v)
-            if e is None:
-                e = _str_miss(v)
-            buf += e
-        elif t is dict:
-            _enc_dict(v, buf)
-        elif t is int:
-            buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
-        elif t is tuple or t is list:
-            _enc_list(v, buf)
-        elif v is None:
-            buf += _NULL
-        elif t is bool:
-            buf += _TRUE if v else _FALSE
-        elif t is float:
-            buf += _NAN if v != v else _NUM(0x23, v)
-        elif v is HOLE:
-            holes += 1
-        else:
-            _enc_other(v, buf)
+        _enc_value(v, buf)
     if holes:
         buf += b"\x01" + _leb128(holes)
     buf += _END
@@ -320,15 +277,26 @@ def _enc_other(v: Any, buf: bytearray) -> None:
 
 
 def _enc_value(v: Any, buf: bytearray) -> None:
+    """One value. Exact built-in types first, most frequent first (the reference walk's
+    one hot dispatch); everything else, subclasses included, in _enc_other."""
     t = type(v)
-    if t is FrozenDict:
+    if t is str:
+        e = _str_cache.get(v)
+        buf += e if e is not None else _str_miss(v)
+    elif t is int:
+        buf += _NUM(0x23, v) if -_MAX_SAFE <= v <= _MAX_SAFE else _bigint(v)
+    elif t is FrozenDict:
         _enc_frozen(v, buf)
     elif t is dict:
         _enc_dict(v, buf)
     elif t is list or t is tuple:
         _enc_list(v, buf)
-    elif t is str:
-        buf += _encode_str(v)
+    elif v is None:
+        buf += _NULL
+    elif t is bool:
+        buf += _TRUE if v else _FALSE
+    elif t is float:
+        buf += _NAN if v != v else _NUM(0x23, v)
     else:
         _enc_other(v, buf)
 
