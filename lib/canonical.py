@@ -26,19 +26,16 @@ from pydantic import BaseModel
 
 import lib.hash_stream as _stream
 import lib.hashing as _hashing
+from lib.errors import CodedError
 from lib.frozen import FrozenDict, sorted_keys
 from lib.hash_stream import HOLE, UNDEFINED, BigInt, HashError
 
 __all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]
 
 
-class CaptureError(ValueError):
+class CaptureError(CodedError, ValueError):
     """A value that has no immutable Fabric form. `code` is stable, `message` is for people."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def capture(value: Any) -> Any:

@@ -35,6 +35,7 @@ from typing import Any
 
 import lib.hashing as _hashing
 from lib.canonical import CaptureError, capture, capture_encoded
+from lib.errors import CodedError
 from lib.hashing import Unsupported
 
 __all__ = [
@@ -50,13 +51,9 @@ __all__ = [
 DEFAULT_TARGET_CHUNK_BYTES = 512 * 1024
 
 
-class ChunkError(ValueError):
+class ChunkError(CodedError, ValueError):
     """An event that cannot be chunked. `code` is stable, `message` is for people."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _refuse(value: Any) -> Any:

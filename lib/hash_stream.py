@@ -15,6 +15,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lib.errors import CodedError
 from lib.frozen import FrozenDict, has_surrogate, sorted_keys, utf8
 
 
@@ -69,13 +70,9 @@ class Encoded:
         self.stream = bytes(stream)
 
 
-class HashError(TypeError):
+class HashError(CodedError, TypeError):
     """A value outside the hashable model. `code` is stable, `message` is for people."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 _MAX_SAFE = 2**53

@@ -39,6 +39,7 @@ from lib.chunking import (
     compact_json,
     iter_chunks,
 )
+from lib.errors import CodedError
 from lib.hashing import Encoded, clear_string_cache, content_hash
 from lib.memory_release import note_large_session
 from lib.session_key import normalize_key_parts, session_key
@@ -51,13 +52,9 @@ CACHE_RESET_BYTES = 8 * 1024 * 1024
 _MESSAGE_BATCH = 512
 
 
-class PrepareError(ValueError):
+class PrepareError(CodedError, ValueError):
     """A prepared record that cannot be trusted. `code` is stable, `message` for people."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def snapshot_hash(

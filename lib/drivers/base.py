@@ -11,6 +11,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
+from lib.errors import CodedError
 from lib.types import (
     AgentSourceConfig,
     CommandExecutionOptions,
@@ -25,13 +26,11 @@ from lib.types import (
 )
 
 
-class DriverError(Exception):
+class DriverError(CodedError):
     """A provider call that failed. `code` is stable; `message` is for people."""
 
     def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.retryable = retryable
 
 

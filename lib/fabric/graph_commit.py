@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph
 from lib.fabric.store import Labels, Store, Transaction
 from lib.hashing import value_hash
@@ -39,13 +40,9 @@ from lib.hashing import value_hash
 READ_BATCH = 500  # cells per read_many call: bounds the decoded documents held at once
 
 
-class GraphCommitError(ValueError):
+class GraphCommitError(CodedError, ValueError):
     """A graph that cannot be committed as asked. `code` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

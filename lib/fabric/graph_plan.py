@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import lib.hashing as _hashing
+from lib.errors import CodedError
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
 from lib.fabric.element_identity import (
@@ -57,13 +58,9 @@ _LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
 _sha256 = hashlib.sha256
 
 
-class GraphPlanError(ValueError):
+class GraphPlanError(CodedError, ValueError):
     """A value or scope the planner cannot place in cells. `code` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric.store import Store
 from lib.fabric.values import Link
 
@@ -27,14 +28,10 @@ READ_BATCH = 500
 HydrationCache = dict[tuple[str, frozenset[str]], dict[str, Any]]
 
 
-class GraphReadError(LookupError):
+class GraphReadError(CodedError, LookupError):
     """A graph that cannot be hydrated. `code` is stable: missing-cell, link-cycle,
     bad-link-path."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def read_graph_value(

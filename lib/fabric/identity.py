@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lib.errors import CodedError
 from lib.fabric import ed25519
 
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -31,13 +32,9 @@ SCHEMA = "agentctl.identity"
 VERSION = 1
 
 
-class IdentityError(Exception):
+class IdentityError(CodedError):
     """An identity file that cannot be used; `code` is stable, `message` says what to do."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def base58btc(data: bytes) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from lib.errors import CodedError
 from lib.fabric.session_graph import PreparedChunk
 
 __all__ = ["Action", "PreparedLike", "PublicationError", "PublicationSummary", "PublishedOutcome"]
@@ -52,8 +53,5 @@ class PublicationSummary:
     untouched: dict[str, str] = field(default_factory=dict)
 
 
-class PublicationError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class PublicationError(CodedError):
+    """A publication used out of order (a source never begun, a closed publication)."""

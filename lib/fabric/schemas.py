@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric.values import Link
 
 SESSION_SCHEMA = "commonfabric.agent-connector.session"
@@ -49,13 +50,9 @@ SYNC_STATUSES = frozenset({"complete", "partial", "stale", "deleted"})
 INDEX_BUCKETS = frozenset({"recent", "all"})
 
 
-class FabricSchemaError(ValueError):
+class FabricSchemaError(CodedError, ValueError):
     """A stored value that does not have the format its cell promises. `code` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def scope(space_did: str, owner_did: str, kind: str, **identity: Any) -> dict[str, Any]:

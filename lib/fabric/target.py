@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric import session_index as idx
 from lib.fabric.cell_id import (
     all_session_index_cause,
@@ -51,13 +52,9 @@ from lib.session_key import session_key
 _OPEN_ATTEMPTS = 3
 
 
-class TargetError(Exception):
+class TargetError(CodedError):
     """A target that cannot be used as asked. `code` is stable, `message` for people."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

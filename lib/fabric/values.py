@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lib.errors import CodedError
 from lib.hashing import HOLE, UNDEFINED, BigInt
 
 PREFIX = "fvj1:"
@@ -36,13 +37,9 @@ _MAX_SAFE = 2**53
 _copysign = math.copysign
 
 
-class ValueEncodingError(ValueError):
+class ValueEncodingError(CodedError, ValueError):
     """A value outside the model, or text that is not fvj1. `code` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
