@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field
 
@@ -30,6 +30,7 @@ LISTING_LIMIT = 100_000
 CollectionStage = Literal["list", "read", "retain"]
 SignalSource = CancelSignal | Callable[[], CancelSignal | None] | None
 RetainPredicate = Callable[[SessionSummary], bool]
+T = TypeVar("T")
 
 
 class CollectionError(WireModel):
@@ -234,31 +235,29 @@ class SourceStream(Iterator[StreamItem]):
     # -- provider calls, each fenced by the signal ------------------------------------
 
     def _list_page(self, cursor: str | None) -> SessionPage | CollectionError:
-        self._check_signal("list", None)
-        try:
-            page = self.driver.list_sessions(cursor)
-        except Cancelled:
-            self._record_cancelled("list", None)
-            raise
-        except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
-            self._check_signal("list", None)
-            return self._record("list", None, *error_code_and_message(exc, "list-failed"))
-        self._check_signal("list", None)
-        return page
+        return self._fenced("list", None, lambda: self.driver.list_sessions(cursor))
 
     def _read(self, summary: SessionSummary) -> NativeSessionSnapshot | CollectionError:
         session_id = summary.native_session_id
-        self._check_signal("read", session_id)
+        snapshot = self._fenced("read", session_id, lambda: self.driver.read_session(session_id))
+        if isinstance(snapshot, CollectionError):
+            return snapshot
+        return merge_inventory_lifecycle(snapshot, summary)
+
+    def _fenced(self, stage: CollectionStage, session_id: str | None, call: Callable[[], T]) -> T | CollectionError:
+        """One provider call, the signal checked before and after it; a failure is
+        recorded with a stable code, a cancellation raised."""
+        self._check_signal(stage, session_id)
         try:
-            snapshot = self.driver.read_session(session_id)
+            result = call()
         except Cancelled:
-            self._record_cancelled("read", session_id)
+            self._record_cancelled(stage, session_id)
             raise
         except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
-            self._check_signal("read", session_id)
-            return self._record("read", session_id, *error_code_and_message(exc, "read-failed"))
-        self._check_signal("read", session_id)
-        return merge_inventory_lifecycle(snapshot, summary)
+            self._check_signal(stage, session_id)
+            return self._record(stage, session_id, *error_code_and_message(exc, f"{stage}-failed"))
+        self._check_signal(stage, session_id)
+        return result
 
     def _check_signal(self, stage: CollectionStage, session_id: str | None) -> None:
         signal = self._signal() if callable(self._signal) else self._signal
