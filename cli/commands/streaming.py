@@ -41,11 +41,12 @@ def run_stage(
     initial: Iterable[Item] = (),
     stdin: IO[str] | None = None,
     writer: RecordWriter | None = None,
+    description: str | None = None,
 ) -> RecordWriter:
     """Feed `initial` items, then stdin's records, through `stage` to stdout."""
     writer = writer or RecordWriter()
     try:
-        for item in app.progress(_inputs(initial, stdin, stage.stage, writer), stage.stage):
+        for item in app.progress(_inputs(initial, stdin, stage.stage, writer), description or stage.stage):
             for out in stage.handle(item):
                 write_item(writer, out)
         for out in stage.finish():

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import click
 
 from cli.commands.publish import make_publish_stage
-from cli.commands.streaming import exit_for, write_item
+from cli.commands.streaming import exit_for, run_stage
 from cli.context import AppContext
 from cli.errors import EXIT_USAGE, CliError
 from cli.pipeline import DriverPool, Item, list_source
@@ -57,19 +57,12 @@ def run_sync(
     """The whole collection of `source_ids`, published: the composed pipe's stages in one
     process (list, read, prepare, publish), one session at a time."""
     stage = make_publish_stage(app, full=full, drivers=drivers)
-    try:
-        for item in app.progress(_collect(app, drivers, source_ids), "sync"):
-            for out in stage.handle(item):
-                write_item(writer, out)
-        for out in stage.finish():
-            write_item(writer, out)
-    finally:
-        stage.close()
+    run_stage(app, stage, initial=_collect(app, drivers, source_ids), writer=writer, description="sync")
 
 
 def _collect(app: AppContext, drivers: DriverPool, source_ids: list[str]) -> Iterator[Item]:
-    """Every source's inventory records, in order; a source that cannot start is an
-    error record and a `source` record whose outcome is incomplete."""
+    """Every source's inventory records, in order; a source that cannot start is one
+    error record (stage `start`)."""
     target = app.open_target()
     for source_id in source_ids:
         driver = drivers.get(source_id)
