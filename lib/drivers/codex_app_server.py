@@ -256,24 +256,24 @@ class CodexAppServerDriver(AgentDriver):
                 "failed", "no-active-turn",
                 f"no turn started by this connector is running on session {native_session_id}",
             )
-        try:
-            self._transport.request("turn/interrupt", {"threadId": native_session_id, "turnId": turn_id})
-        except RpcError as exc:
-            return CommandExecutionResult.failure("failed", "provider-error", exc.message)
-        except TransportClosed as exc:
-            return _closed(exc, "turn/interrupt")
-        return CommandExecutionResult(status="succeeded", provider_operation_id=turn_id)
+        failure = self._command_request("turn/interrupt", {"threadId": native_session_id, "turnId": turn_id})
+        return failure or CommandExecutionResult(status="succeeded", provider_operation_id=turn_id)
 
     def rename_session(self, native_session_id: str, title: str) -> CommandExecutionResult:
+        failure = self._command_request("thread/name/set", {"threadId": native_session_id, "name": title})
+        return failure or CommandExecutionResult(status="succeeded", result={"title": title})
+
+    # -- internals -------------------------------------------------------------------
+
+    def _command_request(self, method: str, params: dict[str, Any]) -> CommandExecutionResult | None:
+        """A command's one request: its failure as a result, or None when it succeeded."""
         try:
-            self._transport.request("thread/name/set", {"threadId": native_session_id, "name": title})
+            self._transport.request(method, params)
         except RpcError as exc:
             return CommandExecutionResult.failure("failed", "provider-error", exc.message)
         except TransportClosed as exc:
-            return _closed(exc, "thread/name/set")
-        return CommandExecutionResult(status="succeeded", result={"title": title})
-
-    # -- internals -------------------------------------------------------------------
+            return _closed(exc, method)
+        return None
 
     def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         result = self._transport.request(method, params)
