@@ -8,7 +8,7 @@ every earlier stage: `summary` records are read, `snapshot` records are prepared
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,22 +17,26 @@ from cli.pipeline import Item, PrepareStage, data_of, kind_of
 from cli.records import error_record
 from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary
-from lib.fabric.target import FabricTarget, PublishedSession
+from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
 from lib.prepare import PreparedSession
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 
 def retain_unchanged(
-    published: dict[str, PublishedSession], driver_of: Callable[[str], str | None]
+    published: Callable[[], Mapping[str, PublishedSession]], driver_of: Callable[[str], str | None]
 ) -> Callable[[str, SessionSummary], bool]:
     """The retain predicate: a session whose inventory update time equals that of its
-    complete published copy (from the same driver) is retained without being read."""
+    complete published copy (from the same driver) is retained without being read.
+    `published` is asked once, when the first summary is judged."""
+    copies: list[Mapping[str, PublishedSession]] = []
 
     def retain(source_id: str, summary: SessionSummary) -> bool:
         if summary.updated_at is None:
             return False
-        copy = published.get(session_key(source_id, summary.native_session_id))
+        if not copies:
+            copies.append(published())
+        copy = copies[0].get(session_key(source_id, summary.native_session_id))
         return (
             copy is not None
             and copy.status == "complete"
@@ -69,6 +73,10 @@ class PublishStage:
         if self._publication is None:
             self._publication = self._target.publication(preserve_untouched_status=self._preserve)
         return self._publication
+
+    def published_sessions(self) -> dict[str, PublishedSession]:
+        """The published copies as this publication read them, under the publish lock."""
+        return published_sessions_of(self.publication.prior.rows.values())
 
     def handle(self, item: Item) -> Iterator[Item]:
         for out in self._inner.handle(item):

@@ -7,16 +7,17 @@ import click
 from cli.commands.read import make_read_stage
 from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
 from cli.context import AppContext
-from cli.pipeline import PrepareStage
+from cli.pipeline import DriverPool, PrepareStage
 from cli.publishing import PublishStage
 
 
-def make_publish_stage(app: AppContext, *, full: bool = False, drivers=None) -> PublishStage:  # noqa: ANN001
-    return PublishStage(
-        PrepareStage(make_read_stage(app, full=full, drivers=drivers)),
-        app.open_target(),
-        app.descriptor_of,
-    )
+def make_publish_stage(app: AppContext, *, full: bool = False, drivers: DriverPool | None = None) -> PublishStage:
+    """The publish stage over prepare and read. Its read stage judges retention by the
+    publication's own prior index (read once, under the publish lock), not by a second
+    read of the store."""
+    read = make_read_stage(app, full=full, drivers=drivers, published=lambda: stage.published_sessions())
+    stage = PublishStage(PrepareStage(read), app.open_target(), app.descriptor_of)
+    return stage
 
 
 @click.command("publish")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import click
 
 from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
@@ -9,16 +11,24 @@ from cli.context import AppContext
 from cli.errors import EXIT_USAGE, CliError
 from cli.pipeline import DriverPool, ReadStage
 from cli.publishing import retain_unchanged
+from lib.fabric.target import PublishedSession
 
 
-def make_read_stage(app: AppContext, *, full: bool = False, drivers: DriverPool | None = None) -> ReadStage:
+def make_read_stage(
+    app: AppContext,
+    *,
+    full: bool = False,
+    drivers: DriverPool | None = None,
+    published: Callable[[], Mapping[str, PublishedSession]] | None = None,
+) -> ReadStage:
     """A read stage that retains (does not read) sessions whose published copy is
-    current, unless `full`; the same rule `agentctl sync` uses."""
+    current, unless `full`; the same rule `agentctl sync` uses. `published` supplies the
+    copies (default: read from the store, if there is one)."""
     retain = None
     if not full:
-        published = app.published_sessions()
-        if published:
-            retain = retain_unchanged(published, lambda source_id: app.source_config(source_id).driver)
+        retain = retain_unchanged(
+            published or app.published_sessions, lambda source_id: app.source_config(source_id).driver
+        )
     return ReadStage(drivers or DriverPool(app.create_driver), retain=retain, git=app.git_resolver())
 
 

@@ -87,6 +87,25 @@ class PublishedSession:
         }
 
 
+def published_sessions_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, PublishedSession]:
+    """What a host needs of each complete-index row to claim a published copy current."""
+    return {
+        row["key"]: PublishedSession(
+            key=row["key"],
+            source_id=row["sourceId"],
+            native_session_id=row["nativeSessionId"],
+            driver=row["driver"],
+            updated_at=row.get("updatedAt"),
+            archived=row.get("archived"),
+            active=row.get("active"),
+            status=row["status"],
+            started_as=row.get("startedAs"),
+            snapshot_hash=row["snapshotHash"],
+        )
+        for row in rows
+    }
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -210,21 +229,7 @@ class FabricTarget:
         if value is None:
             return {}
         parsed = parse_session_index(value, bucket="all")
-        return {
-            row["key"]: PublishedSession(
-                key=row["key"],
-                source_id=row["sourceId"],
-                native_session_id=row["nativeSessionId"],
-                driver=row["driver"],
-                updated_at=row.get("updatedAt"),
-                archived=row.get("archived"),
-                active=row.get("active"),
-                status=row["status"],
-                started_as=row.get("startedAs"),
-                snapshot_hash=row["snapshotHash"],
-            )
-            for row in parsed.sessions
-        }
+        return published_sessions_of(parsed.sessions)
 
     def publication(
         self,
