@@ -1,23 +1,13 @@
-"""Exit codes and the one-line error every user-caused failure gets."""
+"""Ending a command: the exit code its records earned."""
 
 from __future__ import annotations
 
 import click
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_PARTIAL = 3
-EXIT_LOCKED = 4
-EXIT_NOT_FOUND = 5
+from lib.errors import ExitCode
+from lib.pipeline.records import RecordSink
 
 
-class CliError(click.ClickException):
-    """A failure with one clear line on stderr and a documented exit code."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
-        click.echo(f"agentctl: {self.format_message()}", err=True)
+def exit_for(sink: RecordSink) -> None:
+    """Exit 3 (partial) when any error record went out, else 0."""
+    click.get_current_context().exit(ExitCode.PARTIAL if sink.errors else ExitCode.OK)

@@ -9,7 +9,8 @@ import click
 
 from cli.commands import COMMANDS
 from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, CliError
+from lib.errors import CodedError, ExitCode
+from lib.workspace import Workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -33,15 +34,17 @@ def cli(ctx: click.Context, config_path, store, space, identity_path, state_dir,
     \b
         agentctl list codex | agentctl read | agentctl prepare | agentctl publish
     """
-    ctx.obj = AppContext(
+    app = AppContext(verbose=verbose, quiet=quiet)
+    app.workspace = Workspace(
         config_path=config_path,
         store_url=store,
         space=space,
         identity_path=identity_path,
         state_dir=state_dir,
-        verbose=verbose,
-        quiet=quiet,
+        notify=app.say,
     )
+    ctx.obj = app
+    ctx.call_on_close(app.workspace.close)
 
 
 for command in COMMANDS:
@@ -52,9 +55,15 @@ def main() -> None:
     try:
         # Without standalone mode click returns the code of `ctx.exit(code)` instead of exiting.
         code = cli.main(standalone_mode=False)
+    except CodedError as exc:
+        # Every error a user can cause: one line, and the exit code its class names.
+        if _verbose():
+            traceback.print_exc()
+        click.echo(f"agentctl: {exc.message}", err=True)
+        sys.exit(int(exc.exit_code))
     except click.exceptions.Abort:
         click.echo("agentctl: aborted", err=True)
-        sys.exit(EXIT_FAILURE)
+        sys.exit(ExitCode.FAILURE)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -68,11 +77,15 @@ def main() -> None:
         click.echo("agentctl: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # the last guard: one line, never a traceback unless -v
-        if "-v" in sys.argv or "--verbose" in sys.argv or "-vv" in sys.argv:
+        if _verbose():
             traceback.print_exc()
         click.echo(f"agentctl: internal error: {exc.__class__.__name__}: {exc} (run with -v for details)", err=True)
-        sys.exit(EXIT_FAILURE)
+        sys.exit(ExitCode.FAILURE)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-__all__ = ["cli", "main", "CliError"]
+def _verbose() -> bool:
+    return any(arg in ("-v", "--verbose", "-vv") for arg in sys.argv)
+
+
+__all__ = ["cli", "main"]

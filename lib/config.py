@@ -22,22 +22,25 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from lib.drivers.registry import DuplicateSourceError, check_unique_source_ids
+from lib.errors import UsageError
 from lib.types import AgentSourceConfig, normalize_source_id
 
 TOP_LEVEL_KEYS = frozenset({"store", "space", "sources"})
 SOURCE_KEYS = frozenset(AgentSourceConfig.model_fields[name].alias or name for name in AgentSourceConfig.model_fields) - {"id"}
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """A configuration file that cannot be used. The message names the file and the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad-config", message)
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,7 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
     if not isinstance(raw_sources, dict):
         raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables")
     sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
-    try:
-        check_unique_source_ids(sources)
-    except DuplicateSourceError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    check_unique_source_ids(sources, path)
     return Config(
         path=path,
         sources=tuple(sources),
@@ -125,6 +125,21 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
         space=data.get("space"),
         from_file=True,
     )
+
+
+def check_unique_source_ids(configs: Iterable[AgentSourceConfig], path: Path | str = "configuration") -> None:
+    """Reject configurations whose ids are empty or collide once trimmed and lowercased."""
+    seen: dict[str, str] = {}
+    for config in configs:
+        key = normalize_source_id(config.id)
+        if not key:
+            raise ConfigError(f"{path}: a source id must not be empty")
+        if key in seen:
+            raise ConfigError(
+                f"{path}: source ids {seen[key]!r} and {config.id!r} are the same once trimmed "
+                f"and lowercased ({key!r}); give one of them another id"
+            )
+        seen[key] = config.id
 
 
 def _parse_source(source_id: str, table: Any, path: Path) -> AgentSourceConfig:

@@ -124,6 +124,15 @@ class GitMetadata(_GitModel):
     remotes: tuple[GitRemote, ...] = ()
     observed_at: str
 
+    def summary_fields(self) -> dict[str, str | None]:
+        """What a session summary (and its index row) carries of this checkout. The one
+        rule: observed metadata replaces all three fields (a detached HEAD clears the
+        branch), since a summary describes the checkout as it is now."""
+        return {"gitRepo": self.repo, "gitBranch": self.branch, "gitWorktreeRoot": self.worktree_root}
+
+
+# The summary model's attribute for each wire field of GitMetadata.summary_fields.
+_SUMMARY_FIELD_NAMES = {"git_repo": "gitRepo", "git_branch": "gitBranch", "git_worktree_root": "gitWorktreeRoot"}
 
 Clock = Callable[[], datetime]
 _Summary = TypeVar("_Summary", bound=WireModel)
@@ -180,21 +189,13 @@ class GitObservation:
         return metadata
 
     def enrich(self, summary: _Summary) -> _Summary:
-        """A copy of `summary` carrying the observed repo, branch and worktree root.
-
-        Observed metadata replaces all three fields (a detached HEAD clears the branch,
-        since the row describes the checkout now); no metadata leaves them as they are.
-        """
+        """A copy of `summary` carrying the observed checkout (`GitMetadata.summary_fields`);
+        no metadata leaves it as it is."""
         metadata = self.resolve(getattr(summary, "cwd", None))
         if metadata is None:
             return summary
-        return summary.model_copy(
-            update={
-                "git_repo": metadata.repo,
-                "git_branch": metadata.branch,
-                "git_worktree_root": metadata.worktree_root,
-            }
-        )
+        fields = metadata.summary_fields()
+        return summary.model_copy(update={name: fields[wire] for name, wire in _SUMMARY_FIELD_NAMES.items()})
 
     def _git(self, directory: str, *args: str) -> GitResult:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, TypeVar
 
 from pydantic import Field
@@ -17,7 +18,6 @@ from pydantic import Field
 from lib.drivers.base import AgentDriver, Cancelled, CancelSignal, DriverError
 from lib.types import (
     NativeSessionSnapshot,
-    SessionPage,
     SessionSummary,
     SourceDescriptor,
     WireModel,
@@ -64,6 +64,16 @@ class CollectionOutcome(WireModel):
     errors: list[CollectionError] = Field(default_factory=list)
     listed_session_ids: list[str] = Field(default_factory=list)
 
+    def has_errors(self, stage: CollectionStage) -> bool:
+        return any(error.stage == stage for error in self.errors)
+
+    def conclude(self, inventory_complete: bool) -> None:
+        """The verdict, the one place it is computed: the inventory is complete when it
+        was enumerated without error; the collection, when besides every read succeeded
+        and every snapshot is complete."""
+        self.inventory_complete = inventory_complete
+        self.complete = inventory_complete and not self.has_errors("read") and self.incomplete_snapshots == 0
+
 
 @dataclass(frozen=True)
 class StreamItem:
@@ -108,6 +118,77 @@ def merge_inventory_lifecycle(
     return snapshot.model_copy(update={"summary": summary})
 
 
+class SessionReads:
+    """The per-session half of collecting one source: retain or read one listed summary,
+    each provider call fenced by the signal, counted into `outcome`.
+
+    `SourceStream` feeds it from the provider's inventory; the pipeline's read stage
+    feeds it from `summary` records. `driver` is called for each read, so a driver is
+    started only when a session is actually read (a failed start is that read's error).
+    """
+
+    def __init__(
+        self,
+        source_id: str,
+        driver: Callable[[], AgentDriver],
+        *,
+        signal: SignalSource = None,
+        retain: RetainPredicate | None = None,
+        outcome: CollectionOutcome | None = None,
+    ) -> None:
+        self.source_id = source_id
+        self.outcome = outcome or CollectionOutcome(source_id=source_id)
+        self._driver = driver
+        self._signal = signal
+        self._retain = retain
+
+    def take(self, summary: SessionSummary) -> StreamItem:
+        """Retain `summary` (the predicate accepts it) or read its session."""
+        if self._retain is not None and self._retain(summary):
+            self.outcome.retained += 1
+            return StreamItem(kind="retained", summary=summary)
+        session_id = summary.native_session_id
+        snapshot = self.fenced("read", session_id, lambda: self._driver().read_session(session_id))
+        if isinstance(snapshot, CollectionError):
+            return StreamItem(kind="error", error=snapshot)
+        snapshot = merge_inventory_lifecycle(snapshot, summary)
+        self.outcome.read += 1
+        if not snapshot.complete:
+            self.outcome.incomplete_snapshots += 1
+        return StreamItem(kind="snapshot", snapshot=snapshot)
+
+    def fenced(self, stage: CollectionStage, session_id: str | None, call: Callable[[], T]) -> T | CollectionError:
+        """One provider call, the signal checked before and after it; a failure is
+        recorded with a stable code, a cancellation raised."""
+        self._check_signal(stage, session_id)
+        try:
+            result = call()
+        except Cancelled:
+            self._record_cancelled(stage, session_id)
+            raise
+        except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
+            self._check_signal(stage, session_id)
+            return self.record(stage, session_id, *error_code_and_message(exc, f"{stage}-failed"))
+        self._check_signal(stage, session_id)
+        return result
+
+    def record(self, stage: CollectionStage, session_id: str | None, code: str, message: str) -> CollectionError:
+        error = CollectionError(
+            stage=stage, source_id=self.source_id, native_session_id=session_id, code=code, message=message
+        )
+        self.outcome.errors.append(error)
+        return error
+
+    def _check_signal(self, stage: CollectionStage, session_id: str | None) -> None:
+        signal = self._signal() if callable(self._signal) else self._signal
+        if signal is not None and signal.cancelled:
+            self._record_cancelled(stage, session_id)
+            raise Cancelled()
+
+    def _record_cancelled(self, stage: CollectionStage, session_id: str | None) -> None:
+        self.record(stage, session_id, "cancelled", f"collection of source {self.source_id} was cancelled")
+
+
 class SourceStream(Iterator[StreamItem]):
     """Iterator over one source's collection. Advance it to make the next provider call."""
 
@@ -121,11 +202,10 @@ class SourceStream(Iterator[StreamItem]):
     ) -> None:
         self.driver = driver
         self.source_id = driver.source.id
-        self.outcome = CollectionOutcome(source_id=self.source_id)
+        self.reads = SessionReads(self.source_id, lambda: driver, signal=signal, retain=retain)
+        self.outcome = self.reads.outcome
         self.retained: list[SessionSummary] = []
         self.finished = False
-        self._signal = signal
-        self._retain = retain
         self._listing_limit = listing_limit
         self._seen_ids: set[str] = set()
         self._items = self._run()
@@ -152,7 +232,7 @@ class SourceStream(Iterator[StreamItem]):
         requested: set[str] = set()
         enumerated = False
         while True:
-            page = self._list_page(cursor)
+            page = self.reads.fenced("list", None, partial(self.driver.list_sessions, cursor))
             if isinstance(page, CollectionError):
                 yield StreamItem(kind="error", error=page)
                 break
@@ -187,18 +267,9 @@ class SourceStream(Iterator[StreamItem]):
                 break
             requested.add(next_cursor)
             cursor = next_cursor
-        self._finish(enumerated)
-
-    def _finish(self, enumerated: bool) -> None:
         # A duplicate listing is an inventory error too: under offset paging it means the
         # listing shifted, so another session may have been skipped.
-        stages = {error.stage for error in self.outcome.errors}
-        self.outcome.inventory_complete = enumerated and "list" not in stages
-        self.outcome.complete = (
-            self.outcome.inventory_complete
-            and "read" not in stages
-            and self.outcome.incomplete_snapshots == 0
-        )
+        self.outcome.conclude(enumerated and not self.outcome.has_errors("list"))
         self.finished = True
 
     def _take(self, summary: SessionSummary) -> Iterator[StreamItem]:
@@ -216,77 +287,14 @@ class SourceStream(Iterator[StreamItem]):
         self._seen_ids.add(session_id)
         self.outcome.listed += 1
         self.outcome.listed_session_ids.append(session_id)
-        if self._retain is not None and self._retain(summary):
+        item = self.reads.take(summary)
+        if item.kind == "retained":
             self.retained.append(summary)
-            self.outcome.retained += 1
-            yield StreamItem(kind="retained", summary=summary)
-            return
-        snapshot = self._read(summary)
-        if isinstance(snapshot, CollectionError):
-            yield StreamItem(kind="error", error=snapshot)
-            return
-        self.outcome.read += 1
-        if not snapshot.complete:
-            self.outcome.incomplete_snapshots += 1
-        item = StreamItem(kind="snapshot", snapshot=snapshot)
-        del snapshot  # once the consumer drops the item, nothing here keeps the snapshot
+        # once the consumer drops the item, nothing here keeps the snapshot
         yield item
 
-    # -- provider calls, each fenced by the signal ------------------------------------
-
-    def _list_page(self, cursor: str | None) -> SessionPage | CollectionError:
-        return self._fenced("list", None, lambda: self.driver.list_sessions(cursor))
-
-    def _read(self, summary: SessionSummary) -> NativeSessionSnapshot | CollectionError:
-        session_id = summary.native_session_id
-        snapshot = self._fenced("read", session_id, lambda: self.driver.read_session(session_id))
-        if isinstance(snapshot, CollectionError):
-            return snapshot
-        return merge_inventory_lifecycle(snapshot, summary)
-
-    def _fenced(self, stage: CollectionStage, session_id: str | None, call: Callable[[], T]) -> T | CollectionError:
-        """One provider call, the signal checked before and after it; a failure is
-        recorded with a stable code, a cancellation raised."""
-        self._check_signal(stage, session_id)
-        try:
-            result = call()
-        except Cancelled:
-            self._record_cancelled(stage, session_id)
-            raise
-        except Exception as exc:  # noqa: BLE001 -- recorded with a stable code
-            self._check_signal(stage, session_id)
-            return self._record(stage, session_id, *error_code_and_message(exc, f"{stage}-failed"))
-        self._check_signal(stage, session_id)
-        return result
-
-    def _check_signal(self, stage: CollectionStage, session_id: str | None) -> None:
-        signal = self._signal() if callable(self._signal) else self._signal
-        if signal is not None and signal.cancelled:
-            self._record_cancelled(stage, session_id)
-            raise Cancelled()
-
-    def _record_cancelled(self, stage: CollectionStage, session_id: str | None) -> None:
-        self._record(
-            stage, session_id, "cancelled", f"collection of source {self.source_id} was cancelled"
-        )
-
-    def _record(
-        self, stage: CollectionStage, session_id: str | None, code: str, message: str
-    ) -> CollectionError:
-        error = CollectionError(
-            stage=stage,
-            source_id=self.source_id,
-            native_session_id=session_id,
-            code=code,
-            message=message,
-        )
-        self.outcome.errors.append(error)
-        return error
-
-    def _error(
-        self, stage: CollectionStage, session_id: str | None, code: str, message: str
-    ) -> StreamItem:
-        return StreamItem(kind="error", error=self._record(stage, session_id, code, message))
+    def _error(self, stage: CollectionStage, session_id: str | None, code: str, message: str) -> StreamItem:
+        return StreamItem(kind="error", error=self.reads.record(stage, session_id, code, message))
 
 
 def error_code_and_message(exc: Exception, fallback_code: str) -> tuple[str, str]:

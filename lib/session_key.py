@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
+from lib.errors import UsageError
 from lib.types import JS_WHITESPACE
 
 __all__ = ["SessionKeyError", "normalize_key_parts", "parse_session_key", "session_key"]
@@ -20,24 +21,19 @@ __all__ = ["SessionKeyError", "normalize_key_parts", "parse_session_key", "sessi
 _URI_COMPONENT_SAFE = "!*'()"
 
 
-class SessionKeyError(ValueError):
-    """An identity that cannot form a session key. `code` is stable."""
-
-    def __init__(self, message: str, code: str = "invalid-session-key") -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class SessionKeyError(UsageError, ValueError):
+    """An identity that cannot form a session key."""
 
 
 def _check(value: object, what: str) -> str:
     if not isinstance(value, str):
-        raise SessionKeyError(f"{what} must be a string, not {type(value).__name__}")
+        raise SessionKeyError("invalid-session-key", f"{what} must be a string, not {type(value).__name__}")
     trimmed = value.strip(JS_WHITESPACE)
     if not trimmed:
-        raise SessionKeyError(f"{what} must not be empty")
+        raise SessionKeyError("invalid-session-key", f"{what} must not be empty")
     for ch in trimmed:
         if ch < "\x20" or ch == "\x7f":
-            raise SessionKeyError(f"{what} must not contain control character U+{ord(ch):04X}: {trimmed!r}")
+            raise SessionKeyError("invalid-session-key", f"{what} must not contain control character U+{ord(ch):04X}: {trimmed!r}")
     return trimmed
 
 
@@ -46,7 +42,7 @@ def _encode(part: str, what: str) -> str:
         return quote(part, safe=_URI_COMPONENT_SAFE, encoding="utf-8", errors="strict")
     except UnicodeEncodeError:
         # encodeURIComponent throws URIError on a lone surrogate too
-        raise SessionKeyError(f"{what} contains a lone surrogate: {part!r}") from None
+        raise SessionKeyError("invalid-session-key", f"{what} contains a lone surrogate: {part!r}") from None
 
 
 def normalize_key_parts(source_id: str, native_session_id: str) -> tuple[str, str]:
@@ -64,17 +60,17 @@ def session_key(source_id: str, native_session_id: str) -> str:
 def parse_session_key(key: str) -> tuple[str, str]:
     """(source, session) of a key this module made; raises SessionKeyError otherwise."""
     if not isinstance(key, str) or key.count("/") != 1:
-        raise SessionKeyError(f"a session key has exactly one '/': {key!r}")
+        raise SessionKeyError("invalid-session-key", f"a session key has exactly one '/': {key!r}")
     raw_source, raw_session = key.split("/")
     try:
         source = unquote(raw_source, encoding="utf-8", errors="strict")
         session = unquote(raw_session, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
-        raise SessionKeyError(f"a session key percent-encodes UTF-8: {key!r}") from None
+        raise SessionKeyError("invalid-session-key", f"a session key percent-encodes UTF-8: {key!r}") from None
     try:
         canonical = session_key(source, session)
     except SessionKeyError as exc:
-        raise SessionKeyError(f"not a session key ({exc.message}): {key!r}") from None
+        raise SessionKeyError("invalid-session-key", f"not a session key ({exc.message}): {key!r}") from None
     if canonical != key:
-        raise SessionKeyError(f"not a canonical session key (expected {canonical!r}): {key!r}")
+        raise SessionKeyError("invalid-session-key", f"not a canonical session key (expected {canonical!r}): {key!r}")
     return source, session

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import ConfigError, load_config
+from lib.config import ConfigError, check_unique_source_ids, load_config
 from lib.drivers.base import DriverUnavailable
-from lib.drivers.registry import DuplicateSourceError, check_unique_source_ids, create_driver
+from lib.drivers.registry import create_driver
 from lib.types import AgentSourceConfig
 
 
@@ -82,7 +82,7 @@ def test_source_ids_that_collide_after_trimming_and_lowercasing_are_rejected(tmp
     path = write(tmp_path, '[sources.Codex]\ndriver = "codex-app-server"\n[sources." codex"]\ndriver = "acp"\ncommand=["a"]\n')
     with pytest.raises(ConfigError, match="same once trimmed"):
         load_config(path)
-    with pytest.raises(DuplicateSourceError):
+    with pytest.raises(ConfigError):
         check_unique_source_ids([AgentSourceConfig(id="A", driver="acp"), AgentSourceConfig(id="a ", driver="acp")])
 
 

@@ -1,12 +1,12 @@
 import io
 import json
 
-from cli.records import PASSTHROUGH_TEXT_LIMIT, RecordWriter, read_records
+from lib.pipeline.records import PASSTHROUGH_TEXT_LIMIT, JsonLinesSink, read_records
 
 
 def read_all(text: str):
     out = io.StringIO()
-    writer = RecordWriter(out)
+    writer = JsonLinesSink(out)
     records = list(read_records(io.StringIO(text), "prepare", writer))
     return records, [json.loads(line) for line in out.getvalue().splitlines()], writer
 
@@ -26,7 +26,7 @@ def test_a_short_record_passes_through_byte_for_byte():
     line = '{"record": "outcome",   "sourceId":"codex"}\n'
     (record,), _, _ = read_all(line)
     out = io.StringIO()
-    RecordWriter(out).passthrough(record)
+    JsonLinesSink(out).put(record)
     assert out.getvalue() == line
 
 
@@ -36,5 +36,5 @@ def test_a_long_record_is_not_kept_as_text_and_passes_through_as_equal_json():
     (record,), _, _ = read_all(line)
     assert record.text is None
     out = io.StringIO()
-    RecordWriter(out).passthrough(record)
+    JsonLinesSink(out).put(record)
     assert json.loads(out.getvalue()) == json.loads(line)

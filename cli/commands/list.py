@@ -6,13 +6,13 @@ import sys
 
 import click
 
-from cli.commands.streaming import exit_for, write_item
 from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, CliError
-from cli.pipeline import list_source
-from cli.records import RecordWriter
+from cli.errors import exit_for
 from cli.table import print_table
 from lib.drivers.base import DriverError
+from lib.errors import CodedError
+from lib.pipeline.listing import list_source
+from lib.pipeline.records import Item, JsonLinesSink, RecordSink, data_of, kind_of
 
 
 @click.command("list")
@@ -30,40 +30,42 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
         agentctl list codex | agentctl read | agentctl prepare
         agentctl list codex --json | jq -r .summary.title
     """
-    driver = app.create_driver(source)
+    driver = app.workspace.create_driver(source)
     # The observation sequence is allocated before the first provider call, so a
     # publication of this listing can be ordered against refreshes that start later.
-    sequence = app.open_target().begin_session_observation()
+    sequence = app.workspace.open_target().begin_session_observation()
     try:
         driver.start()
     except DriverError as exc:
-        raise CliError(f"source {driver.source.id} cannot start: {exc.message}", EXIT_FAILURE) from None
+        raise CodedError(exc.code, f"source {driver.source.id} cannot start: {exc.message}") from None
+    table = as_json is False and sys.stdout.isatty()
+    sink = SessionTable(app) if table else JsonLinesSink()
     try:
-        records = list_source(driver, sequence)
-        if as_json or not sys.stdout.isatty():
-            writer = RecordWriter()
-            for record in records:
-                write_item(writer, record)
-        else:
-            writer = RecordWriter(stream=_Discard())
-            rows = []
-            for record in records:
-                writer.write(record)
-                if record["record"] == "summary":
-                    summary = record["summary"]
-                    rows.append((summary["nativeSessionId"], summary.get("updatedAt") or "",
-                                 "archived" if summary.get("archived") else "", summary.get("title") or ""))
-                elif record["record"] == "error":
-                    app.say(f"agentctl: {record['message']}")
-            print_table(("SESSION", "UPDATED", "STATE", "TITLE"), rows)
+        for record in list_source(driver, sequence):
+            sink.put(record)
     finally:
         driver.stop()
-    exit_for(writer)
+    if isinstance(sink, SessionTable):
+        sink.print()
+    exit_for(sink)
 
 
-class _Discard:
-    def write(self, _text: str) -> None:
-        pass
+class SessionTable(RecordSink):
+    """On a terminal: a table of the listed sessions; errors as messages on stderr."""
 
-    def flush(self) -> None:
-        pass
+    def __init__(self, app: AppContext) -> None:
+        super().__init__()
+        self._app = app
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def emit(self, item: Item) -> None:
+        record = data_of(item)
+        if kind_of(item) == "summary":
+            summary = record["summary"]
+            self.rows.append((summary["nativeSessionId"], summary.get("updatedAt") or "",
+                              "archived" if summary.get("archived") else "", summary.get("title") or ""))
+        elif kind_of(item) == "error":
+            self._app.say(f"agentctl: {record['message']}")
+
+    def print(self) -> None:
+        print_table(("SESSION", "UPDATED", "STATE", "TITLE"), self.rows)

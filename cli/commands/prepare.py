@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
-from cli.commands.read import make_read_stage
-from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
-from cli.context import AppContext
-from cli.pipeline import PrepareStage
+from cli.context import AppContext, stdin_if_piped
+from cli.errors import exit_for
+from lib.pipeline.build import prepare_stage
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import JsonLinesSink, stage_inputs
+from lib.pipeline.runner import run_stage
 
 
 @click.command("prepare")
@@ -24,5 +26,8 @@ def prepare_command(app: AppContext, full: bool) -> None:
         agentctl list codex | agentctl prepare | agentctl publish
         agentctl read --source codex ID | agentctl prepare | jq .snapshotHash
     """
-    writer = run_stage(app, PrepareStage(make_read_stage(app, full=full)), stdin=stdin_if_piped())
-    exit_for(writer)
+    sink = JsonLinesSink()
+    with DriverPool(app.workspace.create_driver) as drivers:
+        stage = prepare_stage(app.workspace, drivers, full=full)
+        run_stage(stage, stage_inputs((), stdin_if_piped(), stage.stage, sink), sink, progress=app.progress)
+    exit_for(sink)

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import click
 
-from cli.commands.read import make_read_stage
-from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
-from cli.context import AppContext
-from cli.pipeline import DriverPool, PrepareStage
-from cli.publishing import PublishStage
-
-
-def make_publish_stage(app: AppContext, *, full: bool = False, drivers: DriverPool | None = None) -> PublishStage:
-    """The publish stage over prepare and read. Its read stage judges retention by the
-    publication's own prior index (read once, under the publish lock), not by a second
-    read of the store."""
-    read = make_read_stage(app, full=full, drivers=drivers, published=lambda: stage.published_sessions())
-    stage = PublishStage(PrepareStage(read), app.open_target(), app.descriptor_of)
-    return stage
+from cli.context import AppContext, stdin_if_piped
+from cli.errors import exit_for
+from lib.pipeline.build import publish_stage
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import JsonLinesSink, stage_inputs
+from lib.pipeline.runner import run_stage
 
 
 @click.command("publish")
@@ -39,7 +31,9 @@ def publish_command(app: AppContext, lock_timeout: float, full: bool) -> None:
         agentctl list codex | agentctl prepare | agentctl publish
         agentctl list codex | agentctl read | agentctl prepare | agentctl publish
     """
-    app.lock_timeout = lock_timeout
-    with app.locked_publication():
-        writer = run_stage(app, make_publish_stage(app, full=full), stdin=stdin_if_piped())
-    exit_for(writer)
+    app.workspace.lock_timeout = lock_timeout
+    sink = JsonLinesSink()
+    with DriverPool(app.workspace.create_driver) as drivers:
+        stage = publish_stage(app.workspace, drivers, full=full)
+        run_stage(stage, stage_inputs((), stdin_if_piped(), stage.stage, sink), sink, progress=app.progress)
+    exit_for(sink)

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
 import click
 
-from cli.commands.streaming import exit_for, run_stage, stdin_if_piped
-from cli.context import AppContext
-from cli.errors import EXIT_USAGE, CliError
-from cli.pipeline import DriverPool, ReadStage
-from cli.publishing import retain_unchanged
-from lib.fabric.target import PublishedSession
-
-
-def make_read_stage(
-    app: AppContext,
-    *,
-    full: bool = False,
-    drivers: DriverPool | None = None,
-    published: Callable[[], Mapping[str, PublishedSession]] | None = None,
-) -> ReadStage:
-    """A read stage that retains (does not read) sessions whose published copy is
-    current, unless `full`; the same rule `agentctl sync` uses. `published` supplies the
-    copies (default: read from the store, if there is one)."""
-    retain = None
-    if not full:
-        retain = retain_unchanged(
-            published or app.published_sessions, lambda source_id: app.source_config(source_id).driver
-        )
-    return ReadStage(drivers or DriverPool(app.create_driver), retain=retain, git=app.git_resolver())
+from cli.context import AppContext, stdin_if_piped
+from cli.errors import exit_for
+from lib.errors import UsageError
+from lib.pipeline.build import read_stage
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import JsonLinesSink, stage_inputs
+from lib.pipeline.runner import run_stage
 
 
 @click.command("read")
@@ -51,11 +32,15 @@ def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str |
         agentctl list codex | agentctl read > sessions.jsonl
         agentctl read --source codex 01a22a97-85da-7782-be82-6201c96deaee
     """
+    workspace = app.workspace
     if session_ids and not source_id:
-        raise CliError("session ids given without --source; say which source they belong to", EXIT_USAGE)
-    stage = make_read_stage(app, full=full or bool(session_ids))
+        raise UsageError("missing-source", "session ids given without --source; say which source they belong to")
     if source_id:
-        app.source_config(source_id)  # unknown source: a usage error before any work
-    initial = stage.read_ids(source_id, list(session_ids)) if session_ids else ()
-    writer = run_stage(app, stage, initial=initial, stdin=None if session_ids else stdin_if_piped())
-    exit_for(writer)
+        workspace.source_config(source_id)  # unknown source: a usage error before any work
+    sink = JsonLinesSink()
+    with DriverPool(workspace.create_driver) as drivers:
+        stage = read_stage(workspace, drivers, full=full or bool(session_ids))
+        initial = stage.read_ids(source_id, list(session_ids)) if session_ids else ()
+        stdin = None if session_ids else stdin_if_piped()
+        run_stage(stage, stage_inputs(initial, stdin, stage.stage, sink), sink, progress=app.progress)
+    exit_for(sink)

@@ -7,9 +7,9 @@ import sys
 import click
 
 from cli.context import AppContext
-from cli.records import RecordWriter
 from cli.table import print_table
 from lib.fabric.session_index import row_order
+from lib.pipeline.records import JsonLinesSink
 
 STATUSES = ("complete", "partial", "stale", "deleted")
 
@@ -34,7 +34,8 @@ def sessions_command(app: AppContext, sources, statuses, repo, recent, as_json) 
         agentctl sessions --source codex --status partial --json | jq .key
         agentctl sessions --repo github.com/acme/billing
     """
-    index = app.session_reader().index("recent" if recent else "all") if app.store_exists() else None
+    workspace = app.workspace
+    index = workspace.session_reader().index("recent" if recent else "all") if workspace.store_exists() else None
     rows = index.sessions if index else []
     wanted_sources = {s.strip().lower() for s in sources}
     wanted_statuses = set(statuses) or {"complete", "partial", "stale"}
@@ -46,9 +47,9 @@ def sessions_command(app: AppContext, sources, statuses, repo, recent, as_json) 
     ]
     rows.sort(key=row_order)
     if as_json or not sys.stdout.isatty():
-        writer = RecordWriter()
+        sink = JsonLinesSink()
         for row in rows:
-            writer.write({"record": "session", **row})
+            sink.put({"record": "session", **row})
         return
     print_table(
         ("KEY", "UPDATED", "STATUS", "BRANCH", "TITLE"),

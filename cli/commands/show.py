@@ -8,9 +8,9 @@ import sys
 import click
 
 from cli.context import AppContext
-from cli.errors import EXIT_NOT_FOUND, CliError
-from cli.records import RecordWriter, _json_default
+from lib.errors import NotFoundError
 from lib.fabric.session_reader import SessionNotFound
+from lib.pipeline.records import json_default, to_json_line
 
 
 @click.command("show")
@@ -29,18 +29,20 @@ def show_command(app: AppContext, key: str, events: bool) -> None:
         agentctl show codex/01a22a97-85da-7782-be82-6201c96deaee
         agentctl show codex/01a22a97-85da-7782-be82-6201c96deaee --events | jq .id
     """
-    if not app.store_exists():
-        raise CliError(f"nothing is published yet in {app.resolved_store_url}; run agentctl sync", EXIT_NOT_FOUND)
-    reader = app.session_reader()
+    workspace = app.workspace
+    if not workspace.store_exists():
+        raise NotFoundError(
+            "nothing-published", f"nothing is published yet in {workspace.resolved_store_url}; run agentctl sync"
+        )
+    reader = workspace.session_reader()
     try:
         manifest = reader.manifest(key)
     except SessionNotFound as exc:
-        raise CliError(f"{exc}; `agentctl sessions` lists the keys", EXIT_NOT_FOUND) from None
+        raise SessionNotFound(exc.code, f"{exc.message}; `agentctl sessions` lists the keys") from None
     if not events:
         indent = 2 if sys.stdout.isatty() else None
-        click.echo(json.dumps(manifest, ensure_ascii=False, indent=indent, default=_json_default))
+        click.echo(json.dumps(manifest, ensure_ascii=False, indent=indent, default=json_default))
         return
-    writer = RecordWriter()
     for _part, event in reader.events(manifest):
-        writer.stream.write(json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=_json_default) + "\n")
-    writer.stream.flush()
+        sys.stdout.write(to_json_line(event))
+    sys.stdout.flush()

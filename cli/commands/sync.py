@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 
 import click
 
-from cli.commands.publish import make_publish_stage
-from cli.commands.streaming import exit_for, run_stage
 from cli.context import AppContext
-from cli.errors import EXIT_USAGE, CliError
-from cli.pipeline import DriverPool, Item, list_source
-from cli.records import RecordWriter, error_record
-from lib.drivers.base import DriverError
+from cli.errors import exit_for
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import Item, JsonLinesSink, RecordSink, data_of, kind_of
+from lib.pipeline.sync import run_sync
 
 
 @click.command("sync")
@@ -40,71 +37,33 @@ def sync_command(
         agentctl sync codex --full    # re-read every Codex session
         */15 * * * * agentctl -q sync  # from cron
     """
-    source_ids = [app.source_config(s).id for s in sources] if sources else app.default_sync_sources()
-    if not source_ids:
-        raise CliError(app.no_sources_message(), EXIT_USAGE)
-    app.lock_timeout = lock_timeout
-    as_records = as_json or not sys.stdout.isatty()
-    writer = RecordWriter() if as_records else RecordWriter(stream=_Summary(app))
-    with app.locked_publication():
-        run_sync(app, source_ids, writer, drivers=DriverPool(app.create_driver), full=full)
-    exit_for(writer)
+    workspace = app.workspace
+    source_ids = workspace.sync_sources(sources)
+    workspace.lock_timeout = lock_timeout
+    sink = JsonLinesSink() if as_json or not sys.stdout.isatty() else SyncSummary()
+    with DriverPool(workspace.create_driver) as drivers:
+        run_sync(workspace, source_ids, sink, drivers=drivers, full=full, progress=app.progress)
+    exit_for(sink)
 
 
-def run_sync(
-    app: AppContext, source_ids: list[str], writer: RecordWriter, *, drivers: DriverPool, full: bool = False
-) -> None:
-    """The whole collection of `source_ids`, published: the composed pipe's stages in one
-    process (list, read, prepare, publish), one session at a time."""
-    stage = make_publish_stage(app, full=full, drivers=drivers)
-    run_stage(app, stage, initial=_collect(app, drivers, source_ids), writer=writer, description="sync")
+class SyncSummary(RecordSink):
+    """On a terminal: errors on stderr, a line per source and a total on stdout."""
 
-
-def _collect(app: AppContext, drivers: DriverPool, source_ids: list[str]) -> Iterator[Item]:
-    """Every source's inventory records, in order; a source that cannot start is one
-    error record (stage `start`)."""
-    target = app.open_target()
-    for source_id in source_ids:
-        driver = drivers.get(source_id)
-        if isinstance(driver, DriverError):
-            # The publication keeps this source's sessions (its inventory is incomplete).
-            yield error_record("start", driver.code, f"source {source_id} cannot start: {driver.message}",
-                               source_id=source_id)
-            continue
-        # The observation sequence is allocated before the first provider call.
-        yield from list_source(driver, target.begin_session_observation())
-
-
-class _Summary:
-    """On a terminal: a line per source and a total, instead of records."""
-
-    def __init__(self, app: AppContext) -> None:
-        self.app = app
-        self.buffer = ""
-
-    def write(self, text: str) -> None:
-        import json
-
-        self.buffer += text
-        while "\n" in self.buffer:
-            line, self.buffer = self.buffer.split("\n", 1)
-            if line.strip():
-                self._show(json.loads(line))
-
-    def flush(self) -> None:
-        pass
-
-    def _show(self, record: dict) -> None:
-        kind = record["record"]
+    def emit(self, item: Item) -> None:
+        kind = kind_of(item)
         if kind == "error":
+            record = data_of(item)
             print(f"error: {record.get('sourceId') or '-'} {record.get('nativeSessionId') or ''}: "
                   f"{record['message']}", file=sys.stderr)
         elif kind == "publication":
-            for source in record["sources"]:
-                state = "complete" if source.get("inventoryComplete") else "incomplete"
-                print(f"{source['sourceId']}: {source.get('listed', 0)} listed, {source.get('read', 0)} read, "
-                      f"{source.get('retained', 0)} kept unchanged, {source.get('errorCount', 0)} errors "
-                      f"(inventory {state})")
-            statuses = ", ".join(f"{n} {s}" for s, n in record["statuses"].items()) or "none"
-            print(f"published generation {record['generation']}: {record['sessionCount']} sessions "
-                  f"({record['written']} written, {record['unchanged']} unchanged; {statuses})")
+            self._show(data_of(item))
+
+    def _show(self, record: dict) -> None:
+        for source in record["sources"]:
+            state = "complete" if source.get("inventoryComplete") else "incomplete"
+            print(f"{source['sourceId']}: {source.get('listed', 0)} listed, {source.get('read', 0)} read, "
+                  f"{source.get('retained', 0)} kept unchanged, {source.get('errorCount', 0)} errors "
+                  f"(inventory {state})")
+        statuses = ", ".join(f"{n} {s}" for s, n in record["statuses"].items()) or "none"
+        print(f"published generation {record['generation']}: {record['sessionCount']} sessions "
+              f"({record['written']} written, {record['unchanged']} unchanged; {statuses})")

@@ -73,13 +73,21 @@ class AgentDriver(ABC):
 
     def __init__(self, config: AgentSourceConfig) -> None:
         self.config = config
-        self.source = SourceDescriptor(
+        self.source = self.describe(config)
+
+    @classmethod
+    def describe(cls, config: AgentSourceConfig) -> SourceDescriptor:
+        """The descriptor of a source this driver class serves, before it starts (a
+        driver may learn more capabilities once running)."""
+        return SourceDescriptor(
             id=normalize_source_id(config.id),
             driver=config.driver,
-            capabilities=self.initial_capabilities(),
+            capabilities=cls.initial_capabilities(),
         )
 
-    def initial_capabilities(self) -> DriverCapabilities:
+    @classmethod
+
+    def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities()
 
     @abstractmethod

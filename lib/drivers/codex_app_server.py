@@ -78,7 +78,9 @@ class CodexAppServerDriver(AgentDriver):
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
 
-    def initial_capabilities(self) -> DriverCapabilities:
+    @classmethod
+
+    def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities(
             list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
         )

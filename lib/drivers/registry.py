@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
 
 from lib.drivers.base import AgentDriver, DriverUnavailable
-from lib.types import AgentSourceConfig, normalize_source_id
+from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 # driver kind -> (module, class). Modules are imported only when that driver is created,
 # so a host that uses Codex never imports an SDK it does not have.
@@ -17,12 +16,22 @@ DRIVER_CLASSES: dict[str, tuple[str, str]] = {
 }
 
 
-class DuplicateSourceError(ValueError):
-    pass
-
-
 def create_driver(config: AgentSourceConfig) -> AgentDriver:
     """Create (not start) the driver `config.driver` names."""
+    return driver_class(config)(config)
+
+
+def describe_source(config: AgentSourceConfig) -> SourceDescriptor:
+    """A source's descriptor without creating its driver; an unknown or unavailable
+    driver gives the descriptor with no capabilities."""
+    try:
+        return driver_class(config).describe(config)
+    except DriverUnavailable:
+        return SourceDescriptor(id=normalize_source_id(config.id), driver=config.driver)
+
+
+def driver_class(config: AgentSourceConfig) -> type[AgentDriver]:
+    """The class serving `config.driver`, importing only its module."""
     try:
         module_name, class_name = DRIVER_CLASSES[config.driver]
     except KeyError:
@@ -39,20 +48,4 @@ def create_driver(config: AgentSourceConfig) -> AgentDriver:
             f"the {config.driver} driver is not available in this version of agentctl "
             f"(source {normalize_source_id(config.id)})",
         ) from None
-    driver_class: type[AgentDriver] = getattr(module, class_name)
-    return driver_class(config)
-
-
-def check_unique_source_ids(configs: Iterable[AgentSourceConfig]) -> None:
-    """Reject configurations whose ids collide once trimmed and lowercased."""
-    seen: dict[str, str] = {}
-    for config in configs:
-        key = normalize_source_id(config.id)
-        if not key:
-            raise DuplicateSourceError("a source id must not be empty")
-        if key in seen:
-            raise DuplicateSourceError(
-                f"source ids {seen[key]!r} and {config.id!r} are the same once trimmed and "
-                f"lowercased ({key!r}); give one of them another id"
-            )
-        seen[key] = config.id
+    return getattr(module, class_name)

@@ -23,7 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lib.errors import CodedError
+from lib.errors import UsageError
 from lib.fabric import ed25519
 
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -32,8 +32,8 @@ SCHEMA = "agentctl.identity"
 VERSION = 1
 
 
-class IdentityError(CodedError):
-    """An identity file that cannot be used; `code` is stable, `message` says what to do."""
+class IdentityError(UsageError):
+    """An identity file that cannot be used; `message` says what to do."""
 
 
 

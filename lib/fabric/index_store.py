@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
@@ -27,12 +28,8 @@ from lib.hashing import value_hash
 PRESERVED_LINK_FIELDS = frozenset({"manifest"})
 
 
-class IndexConflict(Exception):
-    code = "publication-conflict"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+class IndexConflict(CodedError):
+    """Another publisher changed an index during this publication: nothing was committed."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +144,7 @@ def commit_indexes(
             now = document.seq if document is not None else 0
             if now != seen:
                 raise IndexConflict(
+                    "publication-conflict",
                     f"another publisher changed {cell} during this publication; publish again"
                 )
         for child in changed:  # children before the roots that link them

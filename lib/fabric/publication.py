@@ -33,7 +33,7 @@ from lib.fabric.publication_results import (
 )
 from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
-from lib.git_context import GitContextResolver
+from lib.git_context import GitObservation
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
@@ -44,7 +44,7 @@ class Publication:
         *,
         graphs: GraphTarget,
         cells: IndexCells,
-        resolver: GitContextResolver,
+        git: GitObservation,
         clock: Callable[[], datetime],
         allocate_sequence: Callable[[], int],
         preserve_untouched_status: bool,
@@ -58,7 +58,7 @@ class Publication:
         self._preserve = preserve_untouched_status
         self._directories = None if checkout_directories is None else list(checkout_directories)
         self._release = release
-        self._checkouts = CheckoutObserver(resolver.begin_observation())
+        self._checkouts = CheckoutObserver(git)
         self._closed = False
         self.prior: PriorIndex = read_prior(graphs, cells)
         self._ordering = self.prior.ordering

@@ -22,23 +22,25 @@ from typing import Any
 
 import filelock
 
+from lib.errors import CodedError, ExitCode
+
 DEFAULT_TIMEOUT_SECONDS = 600.0
 
 
-class PublishLockHeld(Exception):
-    """Another process held the publish lock for the whole timeout (CLI exit 4)."""
+class PublishLockHeld(CodedError):
+    """Another process held the publish lock for the whole timeout (exit 4)."""
 
-    code = "publish-lock-held"
+    exit_code = ExitCode.LOCKED
 
     def __init__(self, path: Path, holder: Mapping[str, Any] | None, timeout: float) -> None:
         self.path = path
         self.holder = dict(holder) if holder else None
         self.timeout = timeout
-        self.message = (
+        super().__init__(
+            "publish-lock-held",
             f"another publication holds the publish lock ({describe_holder(holder)}); "
-            f"gave up after {timeout:g} s waiting for {path}"
+            f"gave up after {timeout:g} s waiting for {path}",
         )
-        super().__init__(self.message)
 
 
 def describe_holder(holder: Mapping[str, Any] | None) -> str:

@@ -45,19 +45,9 @@ def normalized_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_git(summary: Mapping[str, Any], metadata: GitMetadata | None) -> dict[str, Any]:
-    """A copy carrying the observed checkout; no observation leaves the fields as they are.
-
-    The same rule as GitObservation.enrich: observed metadata replaces all three fields
-    (a detached HEAD clears the branch), since the row describes the checkout now.
-    """
-    out = dict(summary)
-    if metadata is not None:
-        out.update(
-            gitRepo=metadata.repo,
-            gitBranch=metadata.branch,
-            gitWorktreeRoot=metadata.worktree_root,
-        )
-    return out
+    """A copy carrying the observed checkout (GitMetadata's one rule); no observation
+    leaves the fields as they are."""
+    return {**summary, **metadata.summary_fields()} if metadata is not None else dict(summary)
 
 
 def recent_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

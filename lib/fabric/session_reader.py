@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from lib.errors import NotFoundError
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.index_store import PRESERVED_LINK_FIELDS, IndexCells
 from lib.fabric.schemas import ParsedIndex, parse_chunk, parse_manifest, parse_session_index
@@ -20,8 +21,8 @@ from lib.fabric.values import Link
 MANIFEST_PRESERVED_FIELDS = frozenset({"chunk"})
 
 
-class SessionNotFound(LookupError):
-    code = "session-not-found"
+class SessionNotFound(NotFoundError, LookupError):
+    """No published session has the key asked for."""
 
 
 class SessionReader:
@@ -43,13 +44,13 @@ class SessionReader:
         for row in index.sessions if index else ():
             if row["key"] == key:
                 return row
-        raise SessionNotFound(f"no published session has the key {key!r}")
+        raise SessionNotFound("session-not-found", f"no published session has the key {key!r}")
 
     def manifest(self, key: str) -> dict[str, Any]:
         """One session's manifest, hydrated except for its chunk links."""
         link = self.row(key).get("manifest")
         if not isinstance(link, Link):
-            raise SessionNotFound(f"session {key!r} has no manifest link")
+            raise SessionNotFound("session-not-found", f"session {key!r} has no manifest link")
         value = read_graph_value(self.store, self.space, link.id, preserve_link_fields=MANIFEST_PRESERVED_FIELDS)
         return parse_manifest(value)
 

@@ -5,8 +5,6 @@
     with target.publication() as pub:                  # streaming, see publication.py
         ...
         pub.commit()
-    target.publish(collected_sources, observation_sequence=sequence)   # materialised form
-    target.refresh_session(driver, native_session_id)  # one session, statuses preserved
     target.publish_health({...})
 
 Mutations are serialised by the publish lock: one object per target (threads of this
@@ -35,7 +33,7 @@ from lib.fabric.graph_commit import commit_graph
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
 from lib.fabric.ordering import SEQUENCE_NAME
-from lib.fabric.publication import Publication, PublishedOutcome
+from lib.fabric.publication import Publication
 from lib.fabric.publish_lock import DEFAULT_TIMEOUT_SECONDS, PublishLock
 from lib.fabric.schemas import (
     COMMAND_RECEIPTS_SCHEMA,
@@ -46,7 +44,7 @@ from lib.fabric.schemas import (
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store
-from lib.git_context import GitContextResolver
+from lib.git_context import GitContextResolver, GitObservation
 from lib.session_key import session_key
 
 _OPEN_ATTEMPTS = 3
@@ -234,20 +232,23 @@ class FabricTarget:
     def publication(
         self,
         *,
+        git: GitObservation | None = None,
         preserve_untouched_status: bool = False,
         checkout_directories: Sequence[str] | None = None,
     ) -> Publication:
         """A streaming publication holding the publish lock until commit or close.
 
-        `checkout_directories`: None keeps the prior discovery checkout rows; a list
-        (even empty) is a complete filesystem scan and replaces them.
+        `git`: the run's Git observation (shared with its reads, so a directory is
+        resolved once); by default a new one. `checkout_directories`: None keeps the
+        prior discovery checkout rows; a list (even empty) is a complete filesystem
+        scan and replaces them.
         """
         self.lock.acquire()
         try:
             return Publication(
                 graphs=self.graphs,
                 cells=self.cells,
-                resolver=self.resolver,
+                git=git or self.resolver.begin_observation(),
                 clock=self.clock,
                 allocate_sequence=self.begin_session_observation,
                 preserve_untouched_status=preserve_untouched_status,
@@ -257,64 +258,6 @@ class FabricTarget:
         except BaseException:
             self.lock.release()
             raise
-
-    def publish(
-        self,
-        collected: Iterable[Any],
-        *,
-        observation_sequence: int | None = None,
-        preserve_untouched_status: bool = False,
-        checkout_directories: Sequence[str] | None = None,
-    ) -> int:
-        """Publish materialised CollectedSources; returns the number of live sessions."""
-        from lib.prepare import prepare_session
-
-        with self.publication(
-            preserve_untouched_status=preserve_untouched_status,
-            checkout_directories=checkout_directories,
-        ) as pub:
-            for source in collected:
-                source_id = source.source.id
-                pub.begin_source(source.source, observation_sequence)
-                for snapshot in source.snapshots:
-                    pub.add_prepared(prepare_session(source_id, snapshot, driver=source.source.driver))
-                for summary in source.retained:
-                    pub.add_retained(source_id, summary)
-                for error in source.outcome.errors:
-                    if error.stage == "read":
-                        pub.add_error(source_id, error.native_session_id, error.code, error.message)
-                pub.end_source(source.outcome.to_wire())
-            return pub.commit().session_count
-
-    def refresh_session(self, driver: Any, native_session_id: str) -> PublishedOutcome:
-        """Read and publish one session without changing untouched statuses.
-
-        The sequence is allocated before the read, so a full collection that began
-        earlier and finishes later cannot overwrite what this refresh publishes.
-        """
-        from lib.drivers.base import DriverError
-        from lib.prepare import prepare_session
-
-        sequence = self.begin_session_observation()
-        source = driver.source
-        try:
-            snapshot = driver.read_session(native_session_id)
-            prepared = prepare_session(source.id, snapshot, driver=source.driver)
-            failure = None
-        except DriverError as exc:
-            failure = exc
-        with self.publication(preserve_untouched_status=True) as pub:
-            pub.begin_source(source, sequence)
-            if failure is not None:
-                outcome = pub.add_error(
-                    source.id, native_session_id, failure.code or "read-failed", failure.message
-                )
-                assert outcome is not None
-            else:
-                outcome = pub.add_prepared(prepared)
-            pub.end_source(None, source.id)
-            pub.commit()
-        return outcome
 
     def publish_health(self, value: Mapping[str, Any]) -> None:
         """Replace the health record with a host-defined value under the health schema."""

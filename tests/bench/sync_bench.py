@@ -59,7 +59,9 @@ def _corpus_driver(path: str, inventory: Path) -> Any:
     class CorpusDriver(AgentDriver):
         """Lists and reads the corpus file: a provider with no cost of its own."""
 
-        def initial_capabilities(self) -> DriverCapabilities:
+        @classmethod
+
+        def initial_capabilities(cls) -> DriverCapabilities:
             return DriverCapabilities(list_sessions=True, read_session=True)
 
         def start(self, signal: Any = None) -> None:
@@ -95,29 +97,30 @@ def _corpus_driver(path: str, inventory: Path) -> Any:
 def sync_twice(path: str, inventory: str) -> dict[str, Any]:
     """Two syncs into a fresh store: the first publishes everything, the second finds
     nothing changed. Returns both times and what each published."""
-    import io
+    from lib.pipeline.driver_pool import DriverPool
+    from lib.pipeline.records import RecordSink, data_of
+    from lib.pipeline.sync import run_sync
+    from lib.workspace import Workspace
 
-    from cli.commands.sync import run_sync
-    from cli.context import AppContext
-    from cli.pipeline import DriverPool
-    from cli.records import RecordWriter
+    class LastRecord(RecordSink):
+        def emit(self, item: Any) -> None:
+            self.last = item
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.toml"
         config.write_text('[sources.codex]\ndriver = "codex-app-server"\n')
-        app = AppContext(state_dir=tmp, config_path=str(config), quiet=True)
+        workspace = Workspace(state_dir=tmp, config_path=str(config))
         results = []
         for _ in range(2):
-            drivers = DriverPool(lambda _source: _corpus_driver(path, Path(inventory)))
-            out = io.StringIO()
+            sink = LastRecord()
             start = clock()
-            run_sync(app, ["codex"], RecordWriter(out), drivers=drivers)
+            with DriverPool(lambda _source: _corpus_driver(path, Path(inventory))) as drivers:
+                run_sync(workspace, ["codex"], sink, drivers=drivers)
             seconds = clock() - start
-            publication = json.loads(out.getvalue().splitlines()[-1])
+            publication = data_of(sink.last)
             results.append({"seconds": seconds, "written": publication["written"],
                             "sessions": publication["sessionCount"]})
-            del out
-        app.close()
+        workspace.close()
     return {"first": results[0], "second": results[1]}
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from lib.drivers.base import DriverError
 from lib.fabric.store import open_store
+from lib.pipeline.refresh import refresh_session
 from tests.fabric.target_helpers import (
     Env,
     descriptor,
@@ -34,7 +35,7 @@ def test_an_older_collection_never_overwrites_a_newer_refresh(tmp_path: Path) ->
     older = target.begin_session_observation()  # a full collection starts, reads 2 messages
     stale_read = snapshot("s1", messages=2)
 
-    refreshed = target.refresh_session(_driver(snapshot("s1", messages=3)), "s1")
+    refreshed = refresh_session(target, _driver(snapshot("s1", messages=3)), "s1")
     assert refreshed.action == "written"
 
     summary, results = publish(target, descriptor(), [stale_read], sequence=older)
@@ -51,7 +52,7 @@ def test_an_older_complete_inventory_never_deletes_a_session_a_newer_refresh_pub
     target = env.target()
     publish(target, descriptor(), [snapshot("s1")])
     older = target.begin_session_observation()  # lists only s1
-    target.refresh_session(_driver(snapshot("started-later")), "started-later")
+    refresh_session(target, _driver(snapshot("started-later")), "started-later")
 
     summary, _ = publish(target, descriptor(), [snapshot("s1")], sequence=older)
 
@@ -82,7 +83,7 @@ def test_ordering_is_kept_in_the_store_so_separate_processes_respect_it(tmp_path
     env = make_env(tmp_path)
     publish(env.target(), descriptor(), [snapshot("s1", messages=1)])
     older = env.target().begin_session_observation()
-    env.target().refresh_session(_driver(snapshot("s1", messages=3)), "s1")
+    refresh_session(env.target(), _driver(snapshot("s1", messages=3)), "s1")
 
     # another process: its own store connection and target object
     other = Env(env.tmp, open_store(env.store_url), env.store_url, env.owner, env.clock, env.resolver)
@@ -98,7 +99,7 @@ def test_a_refresh_publishes_one_session_and_leaves_every_other_status_alone(tmp
     publish(target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1")])
     publish(target, descriptor(), [snapshot("s1"), snapshot("s2", complete=False)])  # c1 stale
 
-    target.refresh_session(_driver(snapshot("s1", messages=5)), "s1")
+    refresh_session(target, _driver(snapshot("s1", messages=5)), "s1")
 
     statuses = {k: r["status"] for k, r in rows(target).items()}
     assert statuses == {"claude/c1": "stale", "codex/s1": "complete", "codex/s2": "partial"}
@@ -111,7 +112,7 @@ def test_a_refresh_whose_read_fails_marks_the_published_row_partial(tmp_path: Pa
     publish(target, descriptor(), [snapshot("s1")])
     failing = _driver(read_faults={"s1": DriverError("session-not-found", "no session s1")})
 
-    result = target.refresh_session(failing, "s1")
+    result = refresh_session(target, failing, "s1")
 
     assert (result.action, result.status) == ("failed", "partial")
     assert rows(target)["codex/s1"]["status"] == "partial"

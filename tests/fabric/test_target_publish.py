@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lib.drivers.base import DriverError
 from lib.fabric.schemas import HEALTH_SCHEMA
+from lib.pipeline.collected import publish_collected
 from lib.reconcile import collect_source
 from tests.fabric.target_helpers import (
     descriptor,
@@ -25,7 +26,7 @@ GUARD = 60.0
 def test_publishing_fake_collected_sources_writes_reads_retentions_and_read_errors(tmp_path: Path) -> None:
     target = make_env(tmp_path).target()
     first = ScriptedDriver(source_id="codex", snapshots=[snapshot("a"), snapshot("b"), snapshot("c")])
-    assert target.publish([collect_source(first)], observation_sequence=target.begin_session_observation()) == 3
+    assert publish_collected(target, [collect_source(first)], observation_sequence=target.begin_session_observation()) == 3
 
     published = target.published_sessions()
     second = ScriptedDriver(
@@ -35,7 +36,7 @@ def test_publishing_fake_collected_sources_writes_reads_retentions_and_read_erro
     )
     retain = lambda summary: published.get(f"codex/{summary.native_session_id}") is not None and summary.native_session_id == "b"  # noqa: E731
     collected = collect_source(second, retain=retain)
-    count = target.publish([collected], observation_sequence=target.begin_session_observation())
+    count = publish_collected(target, [collected], observation_sequence=target.begin_session_observation())
 
     assert count == 3
     assert {k: r["status"] for k, r in rows(target).items()} == {

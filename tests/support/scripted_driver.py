@@ -129,7 +129,9 @@ class ScriptedDriver(AgentDriver):
         self._lock = threading.Lock()
         self._turns = itertools.count(1)
 
-    def initial_capabilities(self) -> DriverCapabilities:
+    @classmethod
+
+    def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities(
             list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
         )

@@ -8,43 +8,54 @@ every earlier stage: `summary` records are read, `snapshot` records are prepared
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from cli.pipeline import Item, PrepareStage, data_of, kind_of
-from cli.records import error_record
 from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
+from lib.git_context import GitObservation
+from lib.pipeline.prepare_stage import PrepareStage
+from lib.pipeline.read_stage import first_error
+from lib.pipeline.records import Item, data_of, error_record, kind_of
 from lib.prepare import PreparedSession
-from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 
-def retain_unchanged(
-    published: Callable[[], Mapping[str, PublishedSession]], driver_of: Callable[[str], str | None]
-) -> Callable[[str, SessionSummary], bool]:
-    """The retain predicate: a session whose inventory update time equals that of its
-    complete published copy (from the same driver) is retained without being read.
-    `published` is asked once, when the first summary is judged."""
-    copies: list[Mapping[str, PublishedSession]] = []
+class PublicationSlot:
+    """The run's one publication, opened (publish lock taken, prior index read) when
+    first needed. The publish stage feeds it; the retain rule reads its prior index,
+    so retention is judged by what this publication read under the lock."""
 
-    def retain(source_id: str, summary: SessionSummary) -> bool:
-        if summary.updated_at is None:
-            return False
-        if not copies:
-            copies.append(published())
-        copy = copies[0].get(session_key(source_id, summary.native_session_id))
-        return (
-            copy is not None
-            and copy.status == "complete"
-            and copy.updated_at == summary.updated_at
-            and copy.driver == driver_of(source_id)
-        )
+    def __init__(self, target: FabricTarget, git: GitObservation, *, preserve_untouched_status: bool = False) -> None:
+        self._target = target
+        self._git = git
+        self._preserve = preserve_untouched_status
+        self._publication: Publication | None = None
 
-    return retain
+    @property
+    def publication(self) -> Publication:
+        if self._publication is None:
+            self._publication = self._target.publication(
+                git=self._git, preserve_untouched_status=self._preserve
+            )
+        return self._publication
+
+    def published_sessions(self) -> dict[str, PublishedSession]:
+        """The published copies as this publication read them, under the publish lock."""
+        return published_sessions_of(self.publication.prior.rows.values())
+
+    def commit(self) -> PublicationSummary:
+        summary = self.publication.commit()
+        self._publication = None
+        return summary
+
+    def close(self) -> None:
+        if self._publication is not None:
+            self._publication.close()  # an unfinished publication commits nothing
+            self._publication = None
 
 
 class PublishStage:
@@ -55,28 +66,18 @@ class PublishStage:
     def __init__(
         self,
         prepare_stage: PrepareStage,
-        target: FabricTarget,
+        slot: PublicationSlot,
         descriptor_of: Callable[[str], SourceDescriptor],
-        *,
-        preserve_untouched_status: bool = False,
     ) -> None:
         self._inner = prepare_stage
-        self._target = target
+        self._slot = slot
         self._descriptor_of = descriptor_of
-        self._preserve = preserve_untouched_status
-        self._publication: Publication | None = None
         self.summary: PublicationSummary | None = None
         self._begun: set[str] = set()
 
     @property
     def publication(self) -> Publication:
-        if self._publication is None:
-            self._publication = self._target.publication(preserve_untouched_status=self._preserve)
-        return self._publication
-
-    def published_sessions(self) -> dict[str, PublishedSession]:
-        """The published copies as this publication read them, under the publish lock."""
-        return published_sessions_of(self.publication.prior.rows.values())
+        return self._slot.publication
 
     def handle(self, item: Item) -> Iterator[Item]:
         for out in self._inner.handle(item):
@@ -85,15 +86,12 @@ class PublishStage:
     def finish(self) -> Iterator[Item]:
         for out in self._inner.finish():
             yield from self._publish(out)
-        self.summary = self.publication.commit()
-        self._publication = None
+        self.summary = self._slot.commit()
         yield publication_record(self.summary)
 
     def close(self) -> None:
         self._inner.close()
-        if self._publication is not None:
-            self._publication.close()  # an unfinished publication commits nothing
-            self._publication = None
+        self._slot.close()
 
     # -- one record ---------------------------------------------------------------------
 
@@ -125,7 +123,8 @@ class PublishStage:
         except (ValueError, ValidationError, PublicationError) as exc:
             data = data_of(item) if not isinstance(item, PreparedSession) else {}
             yield error_record(
-                self.stage, getattr(exc, "code", "bad-input"), _message(exc),
+                self.stage, getattr(exc, "code", "bad-input"),
+                first_error(exc) if isinstance(exc, ValidationError) else getattr(exc, "message", None) or str(exc),
                 source_id=data.get("sourceId"), native_session_id=data.get("nativeSessionId"),
             )
 
@@ -183,10 +182,3 @@ def publication_record(summary: PublicationSummary) -> dict[str, Any]:
         "statuses": dict(sorted(counts.items())),
         "sources": summary.sources,
     }
-
-
-def _message(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc']) or 'value'}: {first['msg']}"
-    return getattr(exc, "message", None) or str(exc)

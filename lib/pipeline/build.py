@@ -1,0 +1,59 @@
+"""The stages of a run, built over one Workspace, one driver pool and one Git scope.
+
+    drivers = DriverPool(workspace.create_driver)
+    stage = publish_stage(workspace, drivers)       # publish(prepare(read(...)))
+
+Each later stage wraps the earlier ones, so it accepts every earlier stage's records.
+Git context is resolved once per directory per run: the read stage and the
+publication share one observation.
+"""
+
+from __future__ import annotations
+
+from lib.git_context import GitObservation
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.prepare_stage import PrepareStage
+from lib.pipeline.publish_stage import PublicationSlot, PublishStage
+from lib.pipeline.read_stage import ReadStage
+from lib.pipeline.retain import RetainRule
+from lib.reconcile import SignalSource
+from lib.workspace import Workspace
+
+
+def read_stage(
+    workspace: Workspace,
+    drivers: DriverPool,
+    *,
+    full: bool = False,
+    git: GitObservation | None = None,
+    slot: PublicationSlot | None = None,
+    signal: SignalSource = None,
+) -> ReadStage:
+    """Retains (does not read) sessions whose published copy is current, unless `full`.
+    With a publication `slot` the copies are the ones it read under the publish lock;
+    without, they are read from the store (nothing is created when there is none)."""
+    retain = None
+    if not full:
+        published = slot.published_sessions if slot is not None else workspace.published_sessions
+        retain = RetainRule(published, workspace.driver_kind)
+    git = git or workspace.git_resolver().begin_observation()
+    return ReadStage(drivers, git, retain=retain, signal=signal)
+
+
+def prepare_stage(workspace: Workspace, drivers: DriverPool, *, full: bool = False,
+                  signal: SignalSource = None) -> PrepareStage:
+    return PrepareStage(read_stage(workspace, drivers, full=full, signal=signal))
+
+
+def publish_stage(
+    workspace: Workspace,
+    drivers: DriverPool,
+    *,
+    full: bool = False,
+    preserve_untouched_status: bool = False,
+    signal: SignalSource = None,
+) -> PublishStage:
+    git = workspace.git_resolver().begin_observation()
+    slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status)
+    read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal)
+    return PublishStage(PrepareStage(read), slot, workspace.describe_source)

@@ -1,0 +1,28 @@
+"""The list stage: one source's inventory as records, without reading a session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lib.drivers.base import AgentDriver
+from lib.pipeline.records import collection_error_record, source_record, summary_record
+from lib.reconcile import SignalSource, stream_source
+
+
+def list_source(
+    driver: AgentDriver, observation_sequence: int | None = None, *, signal: SignalSource = None
+) -> Iterator[dict[str, Any]]:
+    """`agentctl list`: the source record, every summary, then the inventory outcome."""
+    yield source_record(driver, observation_sequence)
+    # The inventory rules (repeated cursors, repeats, the listing limit) live in the
+    # collection stream; retaining every summary walks the inventory without reading.
+    stream = stream_source(driver, signal, retain=lambda _summary: True)
+    for item in stream:
+        if item.kind == "retained" and item.summary is not None:
+            yield summary_record("summary", driver.source.id, item.summary)
+        elif item.error is not None:
+            yield collection_error_record("list", item.error)
+    outcome = stream.outcome.to_wire()
+    outcome.update(retained=0, complete=False)
+    yield {"record": "outcome", "stage": "list", **outcome}

@@ -1,0 +1,141 @@
+"""The read stage: reads the sessions that `summary` records (or explicit ids) name.
+
+Each source's reads go through collection's `SessionReads` (lib/reconcile.py), the one
+read path: the retain rule, the cancellation fence, the lifecycle merge, read-error
+recording and the completeness verdict are the ones `collect_source` uses. The stage
+adds the record stream around them: Git context on every summary, and one `outcome`
+per source that joins the inventory outcome from `list` with its own reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from lib.drivers.base import DriverError
+from lib.git_context import GitObservation
+from lib.memory_release import release_after_large_session
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import (
+    Item,
+    ReadSession,
+    collection_error_record,
+    data_of,
+    error_record,
+    kind_of,
+    summary_record,
+)
+from lib.pipeline.retain import RetainRule
+from lib.reconcile import CollectionOutcome, SessionReads, SignalSource
+from lib.types import SessionSummary, normalize_source_id
+
+
+class ReadStage:
+    stage = "read"
+
+    def __init__(
+        self,
+        drivers: DriverPool,
+        git: GitObservation,
+        *,
+        retain: RetainRule | None = None,
+        signal: SignalSource = None,
+    ) -> None:
+        self._drivers = drivers
+        self._git = git
+        self._retain = retain
+        self._signal = signal
+        self._sources: dict[str, SessionReads] = {}
+        self._concluded: set[str] = set()
+
+    def handle(self, item: Item) -> Iterator[Item]:
+        kind = kind_of(item)
+        if kind == "summary":
+            yield from self._handle_summary(data_of(item))
+        elif kind == "outcome" and data_of(item).get("stage") == "list":
+            yield self._joined_outcome(data_of(item))
+        else:
+            yield item
+
+    def finish(self) -> Iterator[Item]:
+        """Outcomes for sources whose reads had no inventory outcome (explicit ids): their
+        inventory is not complete."""
+        for source_id, reads in self._sources.items():
+            if source_id not in self._concluded:
+                reads.outcome.conclude(False)
+                yield outcome_record(reads.outcome)
+
+    def close(self) -> None:
+        """Nothing to release: the driver pool belongs to whoever runs the stages."""
+
+    def read_ids(self, source_id: str, session_ids: list[str]) -> Iterator[Item]:
+        for session_id in session_ids:
+            yield from self._read(normalize_source_id(source_id), SessionSummary(native_session_id=session_id))
+
+    # -- internals --------------------------------------------------------------------
+
+    def _handle_summary(self, data: dict[str, Any]) -> Iterator[Item]:
+        source_id = data.get("sourceId")
+        try:
+            summary = SessionSummary.model_validate(data.get("summary"))
+        except ValidationError as exc:
+            yield error_record(self.stage, "bad-input", f"summary record: {first_error(exc)}", source_id=source_id)
+            return
+        if not isinstance(source_id, str) or not source_id.strip():
+            yield error_record(self.stage, "bad-input", "summary record has no sourceId",
+                               native_session_id=summary.native_session_id)
+            return
+        yield from self._read(normalize_source_id(source_id), summary)
+
+    def _reads(self, source_id: str) -> SessionReads:
+        reads = self._sources.get(source_id)
+        if reads is None:
+            retain = self._retain.for_source(source_id) if self._retain is not None else None
+            reads = SessionReads(
+                source_id, lambda: self._drivers.require(source_id), signal=self._signal, retain=retain
+            )
+            self._sources[source_id] = reads
+        return reads
+
+    def _read(self, source_id: str, summary: SessionSummary) -> Iterator[Item]:
+        release_after_large_session()  # a large session before this one is all freed now
+        taken = self._reads(source_id).take(summary)
+        if taken.error is not None:
+            yield collection_error_record(self.stage, taken.error)
+        elif taken.summary is not None:
+            yield summary_record("retained", source_id, self._git.enrich(taken.summary))
+        else:
+            snapshot = taken.snapshot
+            assert snapshot is not None
+            del taken
+            driver = self._drivers.get(source_id)
+            assert not isinstance(driver, DriverError)  # it just read this session
+            snapshot.summary = self._git.enrich(snapshot.summary)
+            yield ReadSession(source_id, driver.source.driver, snapshot)
+
+    def _joined_outcome(self, inventory: dict[str, Any]) -> dict[str, Any]:
+        """The list stage's inventory outcome joined with this stage's reads."""
+        source_id = normalize_source_id(str(inventory.get("sourceId", "")))
+        try:
+            listed = CollectionOutcome.model_validate({**inventory, "sourceId": source_id})
+        except ValidationError as exc:
+            return error_record(self.stage, "bad-input", f"outcome record: {first_error(exc)}", source_id=source_id)
+        outcome = self._reads(source_id).outcome
+        outcome.pages, outcome.listings, outcome.listed = listed.pages, listed.listings, listed.listed
+        outcome.listed_session_ids = listed.listed_session_ids
+        outcome.errors[:0] = listed.errors  # the inventory's errors first, as they happened
+        self._concluded.add(source_id)
+        outcome.conclude(listed.inventory_complete)
+        return outcome_record(outcome)
+
+
+def outcome_record(outcome: CollectionOutcome) -> dict[str, Any]:
+    return {"record": "outcome", "stage": "read", **outcome.to_wire()}
+
+
+def first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "value"
+    return f"{where}: {first['msg']}"

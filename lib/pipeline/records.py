@@ -1,0 +1,217 @@
+"""The JSON-lines record stream between stages: what an item is, how records are built,
+read from a stream and handed to a sink.
+
+One JSON object per line; every record has a `record` field naming its kind. A stage
+passes through, unchanged, every record it does not consume. A line that is not a
+record becomes an `error` record naming the line number, and the stream goes on.
+
+Inside one process the stages hand each other items: a record dict, an `InputRecord`
+(a line as read, passed through byte for byte), or a `PreparedSession` (written piece
+by piece, never as one giant string). A `RecordSink` receives what the last stage
+produces; `JsonLinesSink` writes it as JSON lines, other sinks (a terminal summary,
+a host) read the items themselves instead of parsing our own output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from lib.drivers.base import AgentDriver
+from lib.prepare import PreparedSession
+from lib.reconcile import CollectionError
+from lib.types import NativeSessionSnapshot, SessionSummary
+
+RECORD_KINDS = frozenset(
+    {"source", "summary", "retained", "snapshot", "prepared", "error", "outcome", "published", "receipt"}
+)
+
+# Lines longer than this are not kept beside their parsed form: a 50 MB snapshot line
+# would otherwise stay in memory while the session is prepared.
+PASSTHROUGH_TEXT_LIMIT = 64 * 1024
+
+
+@dataclass
+class InputRecord:
+    """A parsed input line. `text` is the line as read (short lines only), so
+    pass-through is byte-exact; a long line passes through re-serialised."""
+
+    kind: str
+    data: dict[str, Any]
+    text: str | None
+    line: int
+
+
+@dataclass
+class ReadSession:
+    """A session read in this process: the snapshot itself, handed to the next stage as
+    it is; it becomes a `snapshot` record only when it leaves the process."""
+
+    source_id: str
+    driver: str
+    snapshot: NativeSessionSnapshot
+
+    def record(self) -> dict[str, Any]:
+        return snapshot_record(self.source_id, self.driver, self.snapshot)
+
+
+Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession
+
+
+def kind_of(item: Item) -> str:
+    if isinstance(item, InputRecord):
+        return item.kind
+    if isinstance(item, ReadSession):
+        return "snapshot"
+    if isinstance(item, PreparedSession):
+        return "prepared"
+    return item["record"]
+
+
+def data_of(item: Item) -> dict[str, Any]:
+    """The record dict of an item (a read session's is built on demand)."""
+    if isinstance(item, InputRecord):
+        return item.data
+    if isinstance(item, ReadSession):
+        return item.record()
+    if isinstance(item, PreparedSession):
+        raise TypeError("a prepared session has no record dict")
+    return item
+
+
+# -- building records --------------------------------------------------------------------
+
+
+def error_record(
+    stage: str,
+    code: str,
+    message: str,
+    *,
+    source_id: str | None = None,
+    native_session_id: str | None = None,
+    line: int | None = None,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "record": "error",
+        "stage": stage,
+        "sourceId": source_id,
+        "nativeSessionId": native_session_id,
+        "code": code,
+        "message": message,
+    }
+    if line is not None:
+        record["line"] = line
+    return record
+
+
+def collection_error_record(stage: str, error: CollectionError) -> dict[str, Any]:
+    return error_record(
+        stage, error.code, error.message, source_id=error.source_id, native_session_id=error.native_session_id
+    )
+
+
+def source_record(driver: AgentDriver, observation_sequence: int | None) -> dict[str, Any]:
+    return {
+        "record": "source",
+        "source": driver.source.to_wire(),
+        "observationSequence": observation_sequence,
+    }
+
+
+def summary_record(record_kind: str, source_id: str, summary: SessionSummary) -> dict[str, Any]:
+    return {"record": record_kind, "sourceId": source_id, "summary": summary.to_wire()}
+
+
+def snapshot_record(source_id: str, driver_kind: str, snapshot: NativeSessionSnapshot) -> dict[str, Any]:
+    # Events go in by reference: serialising a 50 MB snapshot through pydantic's JSON
+    # mode would walk (and copy) every event for nothing.
+    data = snapshot.model_dump(by_alias=True, mode="json", exclude={"events"})
+    data["events"] = snapshot.events
+    return {"record": "snapshot", "sourceId": source_id, "driver": driver_kind, "snapshot": data}
+
+
+# -- reading and writing -----------------------------------------------------------------
+
+
+def json_default(value: Any) -> Any:
+    """Fabric values plain JSON cannot hold: a link as its JSON form, the rest as fvj1 tags."""
+    from lib.fabric.values import Link, encode
+
+    if isinstance(value, Link):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    return encode(value)
+
+
+def to_json_line(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=json_default) + "\n"
+
+
+class RecordSink:
+    """Receives the items a stage produces and counts them by kind; `emit` does the
+    rest (nothing, here)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    @property
+    def errors(self) -> int:
+        return self.counts.get("error", 0)
+
+    def put(self, item: Item) -> None:
+        kind = kind_of(item)
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.emit(item)
+
+    def emit(self, item: Item) -> None:
+        pass
+
+
+class JsonLinesSink(RecordSink):
+    """Writes records one per line, flushed so pipelines stream."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self.stream = stream if stream is not None else sys.stdout
+
+    def emit(self, item: Item) -> None:
+        if isinstance(item, PreparedSession):
+            for piece in item.iter_json_pieces():
+                self.stream.write(piece)
+            self.stream.write("\n")
+        elif isinstance(item, InputRecord) and item.text is not None:
+            self.stream.write(item.text)
+        else:
+            self.stream.write(to_json_line(data_of(item)))
+        self.stream.flush()
+
+
+def read_records(stream: IO[str], stage: str, sink: RecordSink) -> Iterator[InputRecord]:
+    """Yield each well-formed record; put an `error` record in `sink` for every bad line."""
+    for number, text in enumerate(stream, start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            sink.put(error_record(stage, "bad-input", f"line {number}: not JSON ({exc.msg})", line=number))
+            continue
+        kind = data.get("record") if isinstance(data, dict) else None
+        if kind not in RECORD_KINDS:
+            what = "no 'record' field" if isinstance(data, dict) and "record" not in data else "not a known record"
+            sink.put(error_record(stage, "bad-input", f"line {number}: {what}", line=number))
+            continue
+        kept = None if len(text) > PASSTHROUGH_TEXT_LIMIT else text if text.endswith("\n") else text + "\n"
+        del text
+        yield InputRecord(kind=kind, data=data, text=kept, line=number)
+
+
+def stage_inputs(initial: Iterable[Item], stdin: IO[str] | None, stage: str, sink: RecordSink) -> Iterator[Item]:
+    """`initial` items, then stdin's records (bad lines go to `sink` as errors)."""
+    yield from initial
+    if stdin is not None:
+        yield from read_records(stdin, stage, sink)

@@ -1,0 +1,211 @@
+"""The Workspace: what one run of agentctl works in, opened once and shared.
+
+It resolves, lazily and each at most once, the configuration, the state directory,
+the user's identity, the store and its space, and the Fabric target; it creates
+drivers for configured sources and describes them without starting them. The command
+line, the host and the worker all open a Workspace; none of them repeats these rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lib.config import Config, builtin_source_homes, default_config_path, load_config
+from lib.drivers.base import AgentDriver
+from lib.drivers.registry import create_driver, describe_source
+from lib.errors import CodedError, UsageError
+from lib.fabric.identity import Identity, load_or_create_identity
+from lib.fabric.publish_lock import describe_holder
+from lib.fabric.session_reader import SessionReader
+from lib.fabric.store import StoreError, open_store
+from lib.fabric.target import FabricTarget, PublishedSession, TargetError
+from lib.git_context import GitContextResolver
+from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "agentctl"
+
+
+class Workspace:
+    """Options left None take their defaults: the environment, then the configuration
+    file, then the built-in values. `notify` receives messages for people (a publish
+    lock being waited for)."""
+
+    def __init__(
+        self,
+        *,
+        config_path: str | None = None,
+        store_url: str | None = None,
+        space: str | None = None,
+        identity_path: str | None = None,
+        state_dir: str | None = None,
+        lock_timeout: float | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config_path = config_path
+        self.store_url = store_url
+        self.space = space
+        self.identity_path = identity_path
+        self.state_dir = state_dir
+        self.lock_timeout = lock_timeout
+        self._notify = notify or (lambda _message: None)
+        self._config: Config | None = None
+        self._identity: Identity | None = None
+        self._target: FabricTarget | None = None
+
+    # -- configuration and identity -------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(Path(self.config_path) if self.config_path else None)
+        return self._config
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir).expanduser() if self.state_dir else default_state_dir()
+
+    @property
+    def identity(self) -> Identity:
+        """The user's Ed25519 identity, created on first use in a private file."""
+        if self._identity is None:
+            path = Path(self.identity_path).expanduser() if self.identity_path else self.state_path / "identity.json"
+            self._identity = load_or_create_identity(path)
+        return self._identity
+
+    def clock(self) -> Callable[[], datetime] | None:
+        """`AGENTCTL_CLOCK` (an ISO time) fixes the clock, for reproducible publications."""
+        fixed = os.environ.get("AGENTCTL_CLOCK")
+        if not fixed:
+            return None
+        try:
+            moment = datetime.fromisoformat(fixed.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError("bad-clock", f"AGENTCTL_CLOCK is not an ISO time: {fixed!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return lambda: moment
+
+    def git_resolver(self) -> GitContextResolver:
+        clock = self.clock()
+        return GitContextResolver(clock=clock) if clock else GitContextResolver()
+
+    # -- the store and the target -----------------------------------------------------------
+
+    @property
+    def resolved_store_url(self) -> str:
+        url = self.store_url or self.config.store
+        return url or f"sqlite:///{self.state_path / 'fabric.sqlite3'}"
+
+    @property
+    def space_did(self) -> str:
+        """The space to publish into: --space, the configuration, else the user's own DID."""
+        return self.space or self.config.space or self.identity.did
+
+    def store_exists(self) -> bool:
+        url = self.resolved_store_url
+        return not url.startswith("sqlite:///") or Path(url[len("sqlite://"):]).exists()
+
+    def open_target(self) -> FabricTarget:
+        """The Fabric target for the store and space, owned by the user's identity."""
+        if self._target is None:
+            url = self.resolved_store_url
+            try:
+                store = open_store(url)
+            except StoreError as exc:
+                raise UsageError(getattr(exc, "code", None) or "bad-store", str(exc)) from None
+            clock = self.clock()
+            try:
+                self._target = FabricTarget.open(
+                    store,
+                    space=self.space_did,
+                    owner=self.identity.did,
+                    store_url=url,
+                    clock=clock,
+                    resolver=self.git_resolver(),
+                    on_lock_wait=self._lock_wait,
+                    **({"lock_timeout": self.lock_timeout} if self.lock_timeout is not None else {}),
+                )
+            except TargetError as exc:
+                raise TargetError(exc.code, f"{exc.message} ({url}, space {self.space_did})") from None
+        return self._target
+
+    def session_reader(self) -> SessionReader:
+        target = self.open_target()
+        return SessionReader(target.store, target.space, target.owner)
+
+    def published_sessions(self) -> dict[str, PublishedSession]:
+        """What the target has published; empty (and nothing created) when no store exists."""
+        if not self.store_exists():
+            return {}
+        return self.open_target().published_sessions()
+
+    def _lock_wait(self, holder: dict | None) -> None:
+        self._notify(f"agentctl: waiting for the publish lock ({describe_holder(holder)})")
+
+    def close(self) -> None:
+        if self._target is not None:
+            self._target.store.close()
+            self._target = None
+
+    # -- sources ------------------------------------------------------------------------------
+
+    def source_config(self, source_id: str) -> AgentSourceConfig:
+        source = self.config.source(source_id)
+        if source is None:
+            known = ", ".join(normalize_source_id(s.id) for s in self.config.sources) or "none"
+            raise UsageError(
+                "unknown-source",
+                f"unknown source {normalize_source_id(source_id)!r}; configured sources: {known}",
+            )
+        return source
+
+    def create_driver(self, source_id: str) -> AgentDriver:
+        return create_driver(self.source_config(source_id))
+
+    def describe_source(self, source_id: str) -> SourceDescriptor:
+        """A configured source's descriptor, without creating its driver."""
+        config = self.config.source(source_id)
+        if config is None:
+            raise UnknownSourceInRecords(
+                "unknown-source",
+                f"records name source {source_id!r}, which is not configured; "
+                f"add it to {self.config.path or 'the configuration'}",
+            )
+        return describe_source(config)
+
+    def driver_kind(self, source_id: str) -> str:
+        return self.source_config(source_id).driver
+
+    def sync_sources(self, names: tuple[str, ...] | list[str] = ()) -> list[str]:
+        """The sources a sync collects: those named, else the enabled configured ones;
+        with no configuration file, the built-in sources whose homes exist here."""
+        if names:
+            return [normalize_source_id(self.source_config(name).id) for name in names]
+        if self.config.from_file:
+            found = [normalize_source_id(s.id) for s in self.config.enabled_sources()]
+            if not found:
+                raise UsageError(
+                    "no-sources",
+                    f"no enabled sources in {self.config.path}; enable one or name it: agentctl sync SOURCE",
+                )
+            return found
+        homes = builtin_source_homes()
+        found = [s.id for s in self.config.sources if s.id in homes and homes[s.id].is_dir()]
+        if not found:
+            looked = ", ".join(str(p) for p in homes.values())
+            raise UsageError(
+                "no-sources",
+                f"no agent homes found (looked for {looked}); name a source or configure one "
+                f"in {default_config_path()}",
+            )
+        return found
+
+
+class UnknownSourceInRecords(CodedError, ValueError):
+    """Records name a source the configuration does not have (an error record, not a stop)."""
