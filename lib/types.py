@@ -6,7 +6,7 @@ programs read); Python attributes are snake_case and pydantic aliases bridge the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -209,12 +209,14 @@ class CommandExecutionOptions:
     """The two prompt milestones a driver reports to the command worker.
 
     `on_cancellation_ready` is called as soon as `cancel()` can address the admitted
-    prompt. `on_session_active` is called (and waited for) once the provider operation
-    has started; it refreshes the session while the activity is observable.
+    prompt. `on_session_active` is called once the provider operation has started, and
+    the prompt goes on when it returns; it refreshes the session while the activity is
+    observable. Both are plain blocking calls, made on the driver's calling thread
+    (never inside a driver's private event loop), like every driver method.
     """
 
     on_cancellation_ready: Callable[[], None] | None = None
-    on_session_active: Callable[[], None | Awaitable[None]] | None = None
+    on_session_active: Callable[[], None] | None = None
     force: bool = False
 
 

@@ -70,17 +70,6 @@ def test_a_fake_prompt_reports_its_milestones_in_order_and_appends_the_exchange(
     assert driver.read_session("a").summary.active is None
 
 
-def test_a_fake_prompt_can_await_an_async_session_active_callback():
-    driver = ScriptedDriver(snapshots=[make_snapshot("a")])
-    seen = []
-
-    async def refresh():
-        seen.append("refreshed")
-
-    driver.prompt("a", PromptInput(text="x"), CommandExecutionOptions(on_session_active=refresh))
-    assert seen == ["refreshed"]
-
-
 def test_a_fake_prompt_running_behind_its_gate_is_ended_by_cancel():
     driver = ScriptedDriver(snapshots=[make_snapshot("a")])
     running = driver.gate("prompt-running", "a")

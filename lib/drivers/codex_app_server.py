@@ -10,8 +10,6 @@ has no one to ask.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
 import threading
 from dataclasses import dataclass
@@ -226,7 +224,7 @@ class CodexAppServerDriver(AgentDriver):
         if options.on_cancellation_ready is not None:
             options.on_cancellation_ready()
         if options.on_session_active is not None:
-            _call_and_await(options.on_session_active)
+            options.on_session_active()
         try:
             done = self._transport.wait_for_notification(
                 lambda note: note.get("method") == "turn/completed"
@@ -307,11 +305,3 @@ def _closed(exc: TransportClosed, what: str) -> CommandExecutionResult:
         return _lost(exc, what)
     return CommandExecutionResult.failure("failed", exc.code, exc.message, retryable=True)
 
-
-def _call_and_await(callback: Any) -> None:
-    outcome = callback()
-    if inspect.isawaitable(outcome):
-        async def wait() -> None:
-            await outcome
-
-        asyncio.run(wait())

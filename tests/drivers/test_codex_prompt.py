@@ -119,17 +119,6 @@ def test_the_session_reads_active_while_the_refresh_after_its_turn_started_runs(
     assert driver.read_session(thread_id).summary.active is False
 
 
-def test_an_async_session_active_callback_is_awaited(driver, setup):
-    calls = []
-
-    async def refresh() -> None:
-        calls.append("awaited")
-
-    result = driver.prompt(setup.threads[2].id, PromptInput(text="Async"),
-                           CommandExecutionOptions(on_session_active=refresh))
-    assert (result.status, calls) == ("succeeded", ["awaited"])
-
-
 def test_cancel_interrupts_a_turn_the_fake_model_holds_open(driver, setup):
     thread_id = setup.threads[3].id
     ready = threading.Event()

@@ -12,8 +12,6 @@ list returns a fresh copy, as a real provider's parse would, so consumers can dr
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import itertools
 import threading
 from collections.abc import Callable, Iterable
@@ -67,7 +65,7 @@ class PromptScript:
 
     `raises` is raised before any milestone. `fail_before_ready` returns `result` (or a
     failure) without reaching the milestones. Otherwise the prompt calls
-    `on_cancellation_ready`, marks the session active, awaits `on_session_active`, then
+    `on_cancellation_ready`, marks the session active, calls `on_session_active`, then
     waits on the ("prompt-running", id) gate if one exists (cancel() also ends that wait),
     appends the exchange to the session and returns `result` (default: succeeded).
     """
@@ -313,7 +311,7 @@ class ScriptedDriver(AgentDriver):
             if options and options.on_cancellation_ready:
                 options.on_cancellation_ready()
             if options and options.on_session_active:
-                _await_if_needed(options.on_session_active())
+                options.on_session_active()
             if running_gate is not None:
                 running_gate.pass_through()  # opened by the test or by cancel()/stop()
         finally:
@@ -349,16 +347,3 @@ class ScriptedDriver(AgentDriver):
                 event = {"type": role, "id": f"{turn}-{role}", "text": body}
                 snapshot.normalized_messages.append(message_for_event(event, len(snapshot.events)))
                 snapshot.events.append(event)
-
-
-def _await_if_needed(value: Any) -> None:
-    """`on_session_active` may be a coroutine function; wait for it before continuing."""
-    if inspect.isawaitable(value):
-        asyncio.run(_wrap(value))
-
-
-async def _wrap(value: Any) -> None:
-    await value
-
-
-__all__ = ["Gate", "PromptScript", "ScriptedDriver", "make_snapshot", "pages_of"]
