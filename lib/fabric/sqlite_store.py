@@ -192,12 +192,14 @@ class SQLiteStore(Store):
         found = self._space_ids.get(space)
         if found is not None:
             return found
-        if create:
-            conn.execute("INSERT OR IGNORE INTO spaces (did) VALUES (?)", (space,))
+        created = create and conn.execute(
+            "INSERT OR IGNORE INTO spaces (did) VALUES (?)", (space,)
+        ).rowcount == 1
         row = conn.execute("SELECT id FROM spaces WHERE did = ?", (space,)).fetchone()
         if row is None:
             return None
-        self._space_ids[space] = row[0]
+        if not created:  # a row this transaction inserted is gone if it rolls back
+            self._space_ids[space] = row[0]
         return row[0]
 
     def _labels(self, text: str) -> Labels:

@@ -154,3 +154,15 @@ def test_a_forked_child_uses_connections_of_its_own(tmp_path):
     assert value_of(store, "of:child") == "from the forked child"
     assert put(store, "of:parent", 2) == 3
     store.close()
+
+
+def test_a_failed_first_commit_into_a_new_space_leaves_the_space_usable(tmp_path):
+    from lib.fabric.store import PreconditionFailed
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        with store.transaction(SPACE, ME) as tx:
+            tx.patch("of:absent", set={"a": 1})
+            with pytest.raises(PreconditionFailed):
+                tx.commit()  # rolled back, the new space row with it
+        assert put(store, "of:x", 1) == 1
+        assert value_of(store, "of:x") == 1
