@@ -16,7 +16,8 @@ nothing changes, when
     writer (WriteDenied). A cell that never existed may be created by anyone.
 
 Backends implement `_read_row` and `_commit`; the commit rules themselves are
-decided once, in `resolve_commit`, so every backend enforces the same ones.
+decided once, in `resolve_commit`, so every backend enforces the same ones. A
+commit that writes nothing takes no write lock: readers never wait for writers.
 Backends: `sqlite_store.SQLiteStore` (embedded default). `open_store(url)`
 picks one by URL. `tests/fabric/store_contract.py` is the suite every backend
 must pass.
@@ -30,20 +31,24 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib.errors import CodedError
 from lib.fabric import values
 from lib.hashing import value_hash
 
 
-class StoreError(Exception):
+class StoreError(CodedError):
     """A store failure: `code` is stable, `message` is for people."""
 
     code = "store-error"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-        self.message = message
+        super().__init__(code or type(self).code, message)
+
+
+class StoreBusy(StoreError):
+    """Another writer kept the store's write lock past the busy timeout: try again."""
+
+    code = "store-busy"
 
 
 class ConflictError(StoreError):
@@ -367,7 +372,10 @@ class Store(abc.ABC):
     def _commit(self, plan: CommitPlan) -> int:
         """Under a lock no other commit on the space can interleave with, pass the
         current rows to resolve_commit, write its result with the next seq, and
-        return that seq; change nothing when it raises."""
+        return that seq; change nothing when it raises.
+
+        A plan without ops writes nothing: check it against one consistent read of
+        the current rows, without taking the write lock, and return the head."""
 
 
 def open_store(url: str) -> Store:

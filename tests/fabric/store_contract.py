@@ -219,6 +219,22 @@ class StoreContract:
             with pytest.raises(ConflictError):
                 tx.commit()
 
+    def test_a_commit_without_writes_checks_its_preconditions_and_creates_nothing(self, store):
+        with store.transaction(OTHER_SPACE, ME) as tx:
+            assert tx.read(A) is None
+            tx.require_absent(B)
+            assert tx.commit() == 0
+        assert store.head(OTHER_SPACE) == 0 and store.changes_since(OTHER_SPACE, 0) == []
+        put(store, A, 1)
+        with store.transaction(SPACE, ME) as tx:
+            tx.require_absent(A)
+            with pytest.raises(PreconditionFailed):
+                tx.commit()
+        with store.transaction(SPACE, ME) as tx:
+            tx.require_value_hash(A, value_hash(2))
+            with pytest.raises(PreconditionFailed):
+                tx.commit()
+
     def test_a_commit_whose_read_cell_moved_on_is_rejected_and_changes_nothing(self, store):
         put(store, A, {"count": 0})
         first = store.transaction(SPACE, ME)
