@@ -6,7 +6,7 @@ processes serialize and the space's sequence numbers never repeat. Readers never
 wait for writers: the file is in WAL mode (set once, when its schema is created),
 opening an existing store only reads, and a commit that writes nothing is checked
 in a read transaction. A writer holding the write lock past the busy timeout
-surfaces as `StoreBusy`.
+surfaces as `StoreBusy`. Store locks are files beside the database (lock_files.py).
 
 Threads: each thread gets its own connection (sqlite3 connections must not be
 used by two threads at once, and per-thread connections let reads run in
@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import values
+from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.store import (
     CommitPlan,
     Document,
@@ -38,6 +39,7 @@ from lib.fabric.store import (
     StoreError,
     resolve_commit,
 )
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 SCHEMA_VERSION = 1
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
@@ -91,6 +93,7 @@ class SQLiteStore(Store):
         self._labels_cache: dict[str, Labels] = {}
         self._closed = False
         self._pid = os.getpid()
+        self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
             _create_private_file(Path(self._path))
         with self._connection() as conn:
@@ -157,6 +160,18 @@ class SQLiteStore(Store):
             connections, self._connections = self._connections, []
         for conn in connections:
             conn.close()
+
+    def lock(
+        self,
+        space: str,
+        name: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        on_wait: OnWait | None = None,
+    ) -> StoreLock:
+        if self._local_locks is not None:
+            return self._local_locks.lock(space, name, timeout=timeout, on_wait=on_wait)
+        return FileStoreLock(self._path, space, name, timeout=timeout, on_wait=on_wait)
 
     @contextlib.contextmanager
     def _write(self, conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:

@@ -18,6 +18,7 @@ nothing changes, when
 Backends implement `_read_row` and `_commit`; the commit rules themselves are
 decided once, in `resolve_commit`, so every backend enforces the same ones. A
 commit that writes nothing takes no write lock: readers never wait for writers.
+A store also provides named cross-process locks per space (`Store.lock`).
 Backends: `sqlite_store.SQLiteStore` (embedded default). `open_store(url)`
 picks one by URL. `tests/fabric/store_contract.py` is the suite every backend
 must pass.
@@ -33,6 +34,7 @@ from typing import Any
 
 from lib.errors import CodedError
 from lib.fabric import values
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
 from lib.hashing import value_hash
 
 
@@ -353,6 +355,16 @@ class Store(abc.ABC):
     def next_sequence(self, space: str, name: str) -> int:
         """The next value (1, 2, ...) of a named counter, allocated atomically across
         threads and processes; never repeats."""
+
+    @abc.abstractmethod
+    def lock(
+        self, space: str, name: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        on_wait: OnWait | None = None,
+    ) -> StoreLock:
+        """A named lock for the space, taken by every handle on this store however it
+        was opened (store_lock.StoreLock: reentrant per object, exclusive between
+        objects and processes, LockHeld naming the holder after `timeout` seconds).
+        Creating it changes nothing; the first acquire makes what the lock needs."""
 
     @abc.abstractmethod
     def close(self) -> None: ...

@@ -1,6 +1,6 @@
 """FabricTarget: the connector's cells in one space (spec "Fabric connection and target").
 
-    target = FabricTarget.open(store, space=space_did, owner=did, store_url=url)
+    target = FabricTarget.open(store, space=space_did, owner=did)
     sequence = target.begin_session_observation()      # before the first provider read
     with target.publication() as pub:                  # streaming, see publication.py
         ...
@@ -9,9 +9,10 @@
     target.refresh_session(driver, native_session_id)  # one session, statuses preserved
     target.publish_health({...})
 
-Mutations are serialised by the publish lock: one object per target (threads of this
-process take turns) backed by a file lock (processes take turns). A publication holds
-it from creation to commit or close, in the thread that created it.
+Mutations are serialised by the publish lock, `store.lock(space, "publish")`: one
+object per target (threads of this process take turns) that every process using the
+store shares (processes take turns). A publication holds it from creation to commit or
+close, in the thread that created it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from lib.errors import CodedError
@@ -36,7 +36,6 @@ from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
 from lib.fabric.ordering import SEQUENCE_NAME
 from lib.fabric.publication import Publication, PublishedOutcome
-from lib.fabric.publish_lock import DEFAULT_TIMEOUT_SECONDS, PublishLock
 from lib.fabric.schemas import (
     COMMAND_RECEIPTS_SCHEMA,
     HEALTH_ARRAY_SCOPE,
@@ -46,6 +45,7 @@ from lib.fabric.schemas import (
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, OnWait
 from lib.git_context import GitContextResolver
 from lib.session_key import session_key
 
@@ -121,10 +121,11 @@ class FabricTarget:
         store_url: str = "",
         clock: Callable[[], datetime] | None = None,
         resolver: GitContextResolver | None = None,
-        lock_directory: Path | None = None,
         lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
-        on_lock_wait: Callable[[dict[str, Any] | None], None] | None = None,
+        on_lock_wait: OnWait | None = None,
     ) -> None:
+        # store_url is accepted for callers and unused: the store keys its own locks
+        del store_url
         self.store = store
         self.space = space
         self.owner = owner
@@ -134,13 +135,7 @@ class FabricTarget:
         self.resolver = resolver or GitContextResolver()
         self.cells = IndexCells.of(space, owner)
         self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
-        self.lock = PublishLock(
-            store_url or f"store:{id(store)}",
-            space,
-            directory=lock_directory,
-            timeout=lock_timeout,
-            on_wait=on_lock_wait,
-        )
+        self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
 
     # -- opening -----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from lib.fabric.store import (
 )
 from lib.fabric.values import Link
 from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash, value_hash
+from tests.fabric.lock_contract import StoreLockContract
 
 SPACE = "did:key:z6MkSpaceOne"
 OTHER_SPACE = "did:key:z6MkSpaceTwo"
@@ -95,7 +96,7 @@ def run_child(args: list[str]) -> subprocess.Popen:
     )
 
 
-class StoreContract:
+class StoreContract(StoreLockContract):
     # ---- documents and sequence numbers
 
     def test_a_cell_never_written_reads_as_none_and_the_head_is_zero(self, store):
