@@ -1,5 +1,5 @@
 """A target's publish lock is its store's: every handle on the database file, in any
-process and however the URL is spelled, takes turns."""
+process and however the URL is spelled, takes turns; only publications take it."""
 
 from __future__ import annotations
 
@@ -40,3 +40,19 @@ def test_the_target_lock_is_the_stores_publish_lock_beside_the_database(tmp_path
             publish_lock(env.store, SPACE, timeout=0).acquire()
         assert caught.value.holder["pid"] == os.getpid()
 
+
+def test_publishing_health_does_not_wait_for_a_held_publish_lock(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target(lock_timeout=0)
+    with hold_lock(env.store_url, SPACE, PUBLISH_LOCK):
+        target.publish_health({"state": "ready"})
+    assert env.store.read(SPACE, target.health_cell_id()).value["state"] == "ready"
+
+
+def test_reading_does_not_wait_for_a_held_publish_lock(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    publish(env.target(), descriptor(), [snapshot("s1")])
+    with hold_lock(env.store_url, SPACE, PUBLISH_LOCK):
+        for read_only in (True, False):
+            reader = env.target(lock_timeout=0, read_only=read_only)
+            assert list(reader.published_sessions()) == ["codex/s1"]
