@@ -20,7 +20,7 @@ from lib.errors import CodedError, UsageError
 from lib.fabric.identity import Identity, load_or_create_identity
 from lib.fabric.publish_lock import describe_holder
 from lib.fabric.session_reader import SessionReader
-from lib.fabric.store import StoreError, open_store
+from lib.fabric.store import open_store
 from lib.fabric.target import FabricTarget, PublishedSession, TargetError
 from lib.git_context import GitContextResolver
 from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
@@ -111,39 +111,46 @@ class Workspace:
         url = self.resolved_store_url
         return not url.startswith("sqlite:///") or Path(url[len("sqlite://"):]).exists()
 
-    def open_target(self) -> FabricTarget:
-        """The Fabric target for the store and space, owned by the user's identity."""
-        if self._target is None:
-            url = self.resolved_store_url
-            try:
-                store = open_store(url)
-            except StoreError as exc:
-                raise UsageError(getattr(exc, "code", None) or "bad-store", str(exc)) from None
-            clock = self.clock()
-            try:
-                self._target = FabricTarget.open(
-                    store,
-                    space=self.space_did,
-                    owner=self.identity.did,
-                    store_url=url,
-                    clock=clock,
-                    resolver=self.git_resolver(),
-                    on_lock_wait=self._lock_wait,
-                    **({"lock_timeout": self.lock_timeout} if self.lock_timeout is not None else {}),
-                )
-            except TargetError as exc:
-                raise TargetError(exc.code, f"{exc.message} ({url}, space {self.space_did})") from None
-        return self._target
+    def open_target(self, *, read_only: bool = False) -> FabricTarget:
+        """The Fabric target for the store and space, owned by the user's identity.
+
+        A read-only target never writes and never waits for a writer (`sessions`,
+        `show`); once a writable one is open, it serves readers too."""
+        if self._target is not None and (read_only or not self._target.read_only):
+            return self._target
+        url = self.resolved_store_url
+        store = open_store(url)  # a bad URL is a usage error (StoreUrlError)
+        try:
+            target = FabricTarget.open(
+                store,
+                space=self.space_did,
+                owner=self.identity.did,
+                read_only=read_only,
+                clock=self.clock(),
+                resolver=self.git_resolver(),
+                on_lock_wait=self._lock_wait,
+                **({"lock_timeout": self.lock_timeout} if self.lock_timeout is not None else {}),
+            )
+        except TargetError as exc:
+            store.close()
+            raise TargetError(exc.code, f"{exc.message} ({url}, space {self.space_did})") from None
+        except BaseException:
+            store.close()
+            raise
+        self.close()
+        self._target = target
+        return target
 
     def session_reader(self) -> SessionReader:
-        target = self.open_target()
+        """Reads what was published, without writing to the store or waiting for a writer."""
+        target = self.open_target(read_only=True)
         return SessionReader(target.store, target.space, target.owner)
 
     def published_sessions(self) -> dict[str, PublishedSession]:
         """What the target has published; empty (and nothing created) when no store exists."""
         if not self.store_exists():
             return {}
-        return self.open_target().published_sessions()
+        return self.open_target(read_only=True).published_sessions()
 
     def _lock_wait(self, holder: dict | None) -> None:
         self._notify(f"agentctl: waiting for the publish lock ({describe_holder(holder)})")

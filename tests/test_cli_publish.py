@@ -9,7 +9,7 @@ import pytest
 
 from lib.fabric import values
 from lib.fabric.graph_read import read_graph_value
-from lib.fabric.publish_lock import PublishLock
+from lib.fabric.publish_lock import publish_lock
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.sqlite_store import SQLiteStore
 from lib.fabric.values import Link
@@ -30,7 +30,6 @@ def world(tmp_path):
         settings = {
             "AGENTCTL_STORE": f"sqlite:///{tmp_path / store_name}",
             "AGENTCTL_CLOCK": CLOCK,
-            "AGENTCTL_RUNTIME_DIR": str(tmp_path / "run"),
             **extra,
         }
         return agentctl_env(tmp_path / "state", config, **settings)
@@ -205,12 +204,14 @@ def test_a_publication_that_cannot_get_the_lock_says_which_process_holds_it(worl
     tmp_path, _home, _config, env = world
     assert run(["sync"], env()).returncode == 0  # creates the identity
     did = identity_did(tmp_path)
-    lock = PublishLock(f"sqlite:///{tmp_path / 'fabric.sqlite3'}", did, directory=tmp_path / "run")
+    store = SQLiteStore(tmp_path / "fabric.sqlite3")
+    lock = publish_lock(store, did)
     lock.acquire()
     try:
         result = run(["sync", "--lock-timeout", "0.2"], env())
     finally:
         lock.release()
+        store.close()
     assert result.returncode == 4
     last = result.stderr.strip().splitlines()[-1]
     assert "holds the publish lock" in last and f"pid {__import__('os').getpid()}" in last

@@ -1,9 +1,12 @@
 """The embedded store: one SQLite file (stdlib sqlite3, WAL), shared by processes.
 
-Commits run under `BEGIN IMMEDIATE`, which takes SQLite's single write lock
-before anything is read, so commits from any number of threads and processes
-serialize and the space's sequence numbers never repeat. Readers never wait
-for writers (WAL).
+Commits that write run under `BEGIN IMMEDIATE`, which takes SQLite's single
+write lock before anything is read, so commits from any number of threads and
+processes serialize and the space's sequence numbers never repeat. Readers never
+wait for writers: the file is in WAL mode (set once, when its schema is created),
+opening an existing store only reads, and a commit that writes nothing is checked
+in a read transaction. A writer holding the write lock past the busy timeout
+surfaces as `StoreBusy`. Store locks are files beside the database (lock_files.py).
 
 Threads: each thread gets its own connection (sqlite3 connections must not be
 used by two threads at once, and per-thread connections let reads run in
@@ -21,19 +24,22 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import values
+from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.store import (
     CommitPlan,
     Document,
     Labels,
     Row,
     Store,
+    StoreBusy,
     StoreError,
     resolve_commit,
 )
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 SCHEMA_VERSION = 1
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
@@ -72,9 +78,6 @@ _UPSERT = (
 )
 
 
-# Cells per batched read; well under SQLite's bound-parameter limit.
-_READ_BATCH = 500
-
 class SQLiteStore(Store):
     """A Store in one SQLite file (or `:memory:`)."""
 
@@ -90,6 +93,7 @@ class SQLiteStore(Store):
         self._labels_cache: dict[str, Labels] = {}
         self._closed = False
         self._pid = os.getpid()
+        self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
             _create_private_file(Path(self._path))
         with self._connection() as conn:
@@ -103,7 +107,7 @@ class SQLiteStore(Store):
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
         if self._closed:
-            raise StoreError(f"store {self._path} is closed", code="store-closed")
+            raise StoreError("store-closed", f"store {self._path} is closed")
         if self._pid != os.getpid():
             # a forked child must not use, nor close, its parent's connections (closing
             # one could checkpoint the parent's WAL): keep them unreachable, start afresh
@@ -136,20 +140,19 @@ class SQLiteStore(Store):
         )
         conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
         if not self._memory:
-            conn.execute("PRAGMA journal_mode = WAL")
+            # per connection (journal_mode=WAL is the file's, set when it is created).
             # FULL: a commit (a command claim, a receipt) survives power loss too
             conn.execute("PRAGMA synchronous = FULL")
         return conn
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:
         reason = exc.args[0] if exc.args else type(exc).__name__
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(reason):
-            return StoreError(
-                f"store {self._path} stayed locked by another writer for "
-                f"{self._busy_timeout:g}s; retry when it is idle",
-                code="store-busy",
+        if _is_busy(exc):
+            return StoreBusy("store-busy",
+                f"store {self._path} is busy with another writer, which held its write "
+                f"lock for more than {self._busy_timeout:g} s; try again when it has finished"
             )
-        return StoreError(f"store {self._path} failed: {reason}", code="store-unavailable")
+        return StoreError("store-unavailable", f"store {self._path} failed: {reason}")
 
     def close(self) -> None:
         with self._registry_lock:
@@ -158,9 +161,22 @@ class SQLiteStore(Store):
         for conn in connections:
             conn.close()
 
+    def lock(
+        self,
+        space: str,
+        name: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        on_wait: OnWait | None = None,
+    ) -> StoreLock:
+        if self._local_locks is not None:
+            return self._local_locks.lock(space, name, timeout=timeout, on_wait=on_wait)
+        return FileStoreLock(self._path, space, name, timeout=timeout, on_wait=on_wait)
+
     @contextlib.contextmanager
-    def _write(self, conn: sqlite3.Connection) -> Iterator[None]:
-        conn.execute("BEGIN IMMEDIATE")
+    def _write(self, conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+        """A transaction: BEGIN IMMEDIATE takes the write lock; a plain BEGIN only reads."""
+        conn.execute(begin)
         try:
             yield
         except BaseException:
@@ -169,22 +185,36 @@ class SQLiteStore(Store):
         conn.execute("COMMIT")
 
     def _initialize(self, conn: sqlite3.Connection) -> None:
-        with self._write(conn):
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone()
-            if row is None:
+        """Check the schema version by reading; create the schema (and switch the file
+        to WAL, which persists in the file) only when it is missing."""
+        version = self._schema_version(conn)
+        if version is None:
+            if not self._memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+            with self._write(conn):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schemaVersion', ?)",
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"store {self._path} has schema version {row[0]}, newer than this "
-                    f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
-                    code="store-schema-too-new",
-                )
+            version = self._schema_version(conn)
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(
+                "store-schema-too-new",
+                f"store {self._path} has schema version {version}, newer than this "
+                f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
+            )
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        return int(row[0]) if row is not None else None
 
     # helpers
 
@@ -192,12 +222,14 @@ class SQLiteStore(Store):
         found = self._space_ids.get(space)
         if found is not None:
             return found
-        if create:
-            conn.execute("INSERT OR IGNORE INTO spaces (did) VALUES (?)", (space,))
+        created = create and conn.execute(
+            "INSERT OR IGNORE INTO spaces (did) VALUES (?)", (space,)
+        ).rowcount == 1
         row = conn.execute("SELECT id FROM spaces WHERE did = ?", (space,)).fetchone()
         if row is None:
             return None
-        self._space_ids[space] = row[0]
+        if not created:  # a row this transaction inserted is gone if it rolls back
+            self._space_ids[space] = row[0]
         return row[0]
 
     def _labels(self, text: str) -> Labels:
@@ -235,8 +267,8 @@ class SQLiteStore(Store):
             space_id = self._space_id(conn, space)
         if space_id is None:
             return
-        for start in range(0, len(unique), _READ_BATCH):
-            batch = unique[start : start + _READ_BATCH]
+        for start in range(0, len(unique), _BATCH):
+            batch = unique[start : start + _BATCH]
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
                 rows = conn.execute(
@@ -282,19 +314,13 @@ class SQLiteStore(Store):
         return value
 
     def _commit(self, plan: CommitPlan) -> int:
+        if not plan.ops:
+            return self._check(plan)
         with self._connection() as conn, self._write(conn):
             space_id = self._space_id(conn, plan.space, create=True)
             assert space_id is not None
             rows = self._rows(conn, space_id, plan.cells())
-
-            def load_text(cell_id: str) -> str:
-                (text,) = conn.execute(
-                    "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
-                    (space_id, cell_id),
-                ).fetchone()
-                return text
-
-            writes = resolve_commit(plan, rows, load_text)
+            writes = resolve_commit(plan, rows, _text_loader(conn, space_id))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
             if not writes:
                 return head
@@ -310,6 +336,19 @@ class SQLiteStore(Store):
             conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
         return seq
 
+    def _check(self, plan: CommitPlan) -> int:
+        """A plan that writes nothing: its checks against one read snapshot (a deferred
+        transaction takes no write lock, so this never waits for a writer)."""
+        with self._connection() as conn, self._write(conn, "BEGIN"):
+            space_id = self._space_id(conn, plan.space)
+            if space_id is None:  # nothing was ever written: every read saw version 0
+                resolve_commit(plan, {}, _text_loader(conn, -1))
+                return 0
+            rows = self._rows(conn, space_id, plan.cells())
+            resolve_commit(plan, rows, _text_loader(conn, space_id))
+            (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
+        return head
+
     def _rows(self, conn: sqlite3.Connection, space_id: int, cells: set[str]) -> dict[str, Row]:
         ids = list(cells)
         rows: dict[str, Row] = {}
@@ -324,11 +363,33 @@ class SQLiteStore(Store):
         return rows
 
 
+def _text_loader(conn: sqlite3.Connection, space_id: int) -> Callable[[str], str]:
+    """The stored text of a live cell, for resolve_commit's patches and hash checks."""
+
+    def load_text(cell_id: str) -> str:
+        (text,) = conn.execute(
+            "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
+            (space_id, cell_id),
+        ).fetchone()
+        return text
+
+    return load_text
+
+
 def _text_of(cache: dict[Labels, str], labels: Labels) -> str:
     text = cache.get(labels)
     if text is None:
         text = cache[labels] = labels.to_json()
     return text
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (extended codes included): another connection holds
+    a lock this one needed for longer than the busy timeout."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
 def _create_private_file(path: Path) -> None:
@@ -341,6 +402,7 @@ def _create_private_file(path: Path) -> None:
         return
     except OSError as exc:
         raise StoreError(
-            f"cannot create store {path}: {exc.strerror}", code="store-unavailable"
+            "store-unavailable",
+            f"cannot create store {path}: {exc.strerror}",
         ) from None
     os.close(fd)

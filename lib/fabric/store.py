@@ -16,7 +16,9 @@ nothing changes, when
     writer (WriteDenied). A cell that never existed may be created by anyone.
 
 Backends implement `_read_row` and `_commit`; the commit rules themselves are
-decided once, in `resolve_commit`, so every backend enforces the same ones.
+decided once, in `resolve_commit`, so every backend enforces the same ones. A
+commit that writes nothing takes no write lock: readers never wait for writers.
+A store also provides named cross-process locks per space (`Store.lock`).
 Backends: `sqlite_store.SQLiteStore` (embedded default). `open_store(url)`
 picks one by URL. `tests/fabric/store_contract.py` is the suite every backend
 must pass.
@@ -30,32 +32,36 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib.errors import CodedError, ExitCode
 from lib.fabric import values
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
 from lib.hashing import value_hash
 
 
-class StoreError(Exception):
+class StoreError(CodedError):
     """A store failure: `code` is stable, `message` is for people."""
 
-    code = "store-error"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-        self.message = message
+class StoreUrlError(StoreError):
+    """A store URL this version cannot open: the user must change it."""
+
+    exit_code = ExitCode.USAGE
+
+
+class StoreBusy(StoreError):
+    """Another writer kept the store's write lock past the busy timeout: try again."""
 
 
 class ConflictError(StoreError):
-    code = "store-conflict"
+    """A document this transaction read has moved on: nothing was written."""
 
 
 class PreconditionFailed(StoreError):
-    code = "store-precondition-failed"
+    """A precondition of the commit (absent, value hash) failed: nothing was written."""
 
 
 class WriteDenied(StoreError):
-    code = "store-write-denied"
+    """The writer is not among the cell's integrity labels: nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,26 +166,26 @@ def resolve_commit(
         row = rows.get(cell)
         now = row.version if row else 0
         if now != seen:
-            raise ConflictError(
+            raise ConflictError("store-conflict",
                 f"cell changed after this transaction read it (version {seen} -> {now}): {cell}"
             )
     for cell in plan.require_absent:
         row = rows.get(cell)
         if row is not None and row.live:
-            raise PreconditionFailed(f"cell is required to be absent but exists: {cell}")
+            raise PreconditionFailed("store-precondition-failed", f"cell is required to be absent but exists: {cell}")
     for cell, expected in plan.require_hash.items():
         row = rows.get(cell)
         if row is None or not row.live:
-            raise PreconditionFailed(f"cell is required to hold a value but is absent: {cell}")
+            raise PreconditionFailed("store-precondition-failed", f"cell is required to hold a value but is absent: {cell}")
         if value_hash(values.loads(load_text(cell))) != expected:
-            raise PreconditionFailed(
+            raise PreconditionFailed("store-precondition-failed",
                 f"cell value does not have the required hash {expected.hex()}: {cell}"
             )
     out = []
     for cell, op in plan.ops.items():
         row = rows.get(cell)
         if row is not None and plan.writer not in row.labels.integrity:
-            raise WriteDenied(f"writer {plan.writer} is not allowed to change cell {cell}")
+            raise WriteDenied("store-write-denied", f"writer {plan.writer} is not allowed to change cell {cell}")
         if isinstance(op, Delete):
             if row is not None and row.live:
                 out.append(RowWrite(cell, row.labels, None))
@@ -189,7 +195,7 @@ def resolve_commit(
             out.append(RowWrite(cell, labels, op.text))
             continue
         if row is None or not row.live:
-            raise PreconditionFailed(f"cannot patch fields of an absent cell: {cell}")
+            raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell}")
         value = values.loads(load_text(cell))
         out.append(RowWrite(cell, row.labels, values.dumps(apply_patch(cell, value, op))))
     return out
@@ -197,7 +203,7 @@ def resolve_commit(
 
 def apply_patch(cell: str, value: Any, patch: Patch) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise PreconditionFailed(f"cannot patch fields of a cell that holds no object: {cell}")
+        raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of a cell that holds no object: {cell}")
     result = {k: v for k, v in value.items() if k not in patch.delete}
     for key, text in patch.set.items():
         result[key] = values.loads(text)
@@ -234,7 +240,8 @@ class Transaction:
     def _open(self) -> CommitPlan:
         if self._closed:
             raise StoreError(
-                "this transaction is already committed or closed", code="store-tx-closed"
+                "store-tx-closed",
+                "this transaction is already committed or closed",
             )
         return self._plan
 
@@ -249,7 +256,7 @@ class Transaction:
         version, document = self._store._read_row(plan.space, cell_id)
         seen = plan.reads.setdefault(cell_id, version)
         if seen != version:
-            raise ConflictError(f"cell changed while this transaction was reading it: {cell_id}")
+            raise ConflictError("store-conflict", f"cell changed while this transaction was reading it: {cell_id}")
         op = plan.ops.get(cell_id)
         if op is None:
             return document
@@ -259,7 +266,7 @@ class Transaction:
             labels = op.labels or (document.labels if document else Labels.owned_by(plan.writer))
             return Document(values.loads(op.text), labels, version)
         if document is None:
-            raise PreconditionFailed(f"cannot patch fields of an absent cell: {cell_id}")
+            raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell_id}")
         return Document(apply_patch(cell_id, document.value, op), document.labels, version)
 
     def write(self, cell_id: str, value: Any, labels: Labels | None = None) -> None:
@@ -277,7 +284,7 @@ class Transaction:
         removed = {str(k) for k in delete} - fields.keys()
         op = plan.ops.get(cell_id)
         if isinstance(op, Delete):
-            raise PreconditionFailed(
+            raise PreconditionFailed("store-precondition-failed",
                 f"cannot patch fields of a cell this transaction deleted: {cell_id}"
             )
         if isinstance(op, Write):
@@ -350,6 +357,16 @@ class Store(abc.ABC):
         threads and processes; never repeats."""
 
     @abc.abstractmethod
+    def lock(
+        self, space: str, name: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        on_wait: OnWait | None = None,
+    ) -> StoreLock:
+        """A named lock for the space, taken by every handle on this store however it
+        was opened (store_lock.StoreLock: reentrant per object, exclusive between
+        objects and processes, LockHeld naming the holder after `timeout` seconds).
+        Creating it changes nothing; the first acquire makes what the lock needs."""
+
+    @abc.abstractmethod
     def close(self) -> None: ...
 
     def __enter__(self) -> Store:
@@ -367,7 +384,10 @@ class Store(abc.ABC):
     def _commit(self, plan: CommitPlan) -> int:
         """Under a lock no other commit on the space can interleave with, pass the
         current rows to resolve_commit, write its result with the next seq, and
-        return that seq; change nothing when it raises."""
+        return that seq; change nothing when it raises.
+
+        A plan without ops writes nothing: check it against one consistent read of
+        the current rows, without taking the write lock, and return the head."""
 
 
 def open_store(url: str) -> Store:
@@ -379,12 +399,12 @@ def open_store(url: str) -> Store:
         if rest == "/:memory:":
             return SQLiteStore(":memory:")
         if not rest.startswith("/") or rest == "/":
-            raise StoreError(
+            raise StoreUrlError(
+                "store-url-invalid",
                 f"a sqlite store URL names an absolute path, like sqlite:///home/me/fabric.db: {url}",
-                code="store-url-invalid",
             )
         return SQLiteStore(rest)
-    raise StoreError(
+    raise StoreUrlError(
+        "store-url-unsupported",
         f"unknown store URL {url!r}: use sqlite:///absolute/path/to/fabric.db",
-        code="store-url-unsupported",
     )

@@ -1,15 +1,18 @@
 """FabricTarget: the connector's cells in one space (spec "Fabric connection and target").
 
-    target = FabricTarget.open(store, space=space_did, owner=did, store_url=url)
+    target = FabricTarget.open(store, space=space_did, owner=did)
+    reader = FabricTarget.open(store, space=space_did, owner=did, read_only=True)
     sequence = target.begin_session_observation()      # before the first provider read
     with target.publication() as pub:                  # streaming, see publication.py
         ...
         pub.commit()
     target.publish_health({...})
 
-Mutations are serialised by the publish lock: one object per target (threads of this
-process take turns) backed by a file lock (processes take turns). A publication holds
-it from creation to commit or close, in the thread that created it.
+Publications are serialised by the publish lock, `store.lock(space, "publish")`: one
+object per target (threads of this process take turns) that every process using the
+store shares (processes take turns). A publication holds it from creation to commit or
+close, in the thread that created it. Opening only reads unless a root is missing; a
+read-only target never writes and never waits for a writer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from lib.errors import CodedError
@@ -34,7 +36,6 @@ from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
 from lib.fabric.ordering import SEQUENCE_NAME
 from lib.fabric.publication import Publication
-from lib.fabric.publish_lock import DEFAULT_TIMEOUT_SECONDS, PublishLock
 from lib.fabric.schemas import (
     COMMAND_RECEIPTS_SCHEMA,
     HEALTH_ARRAY_SCOPE,
@@ -43,7 +44,8 @@ from lib.fabric.schemas import (
     scope,
 )
 from lib.fabric.session_graph import GraphTarget
-from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store
+from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store, Transaction
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, OnWait
 from lib.git_context import GitContextResolver, GitObservation
 from lib.session_key import session_key
 
@@ -119,11 +121,14 @@ class FabricTarget:
         store_url: str = "",
         clock: Callable[[], datetime] | None = None,
         resolver: GitContextResolver | None = None,
-        lock_directory: Path | None = None,
         lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
-        on_lock_wait: Callable[[dict[str, Any] | None], None] | None = None,
+        on_lock_wait: OnWait | None = None,
+        read_only: bool = False,
     ) -> None:
+        # store_url is accepted for callers and unused: the store keys its own locks
+        del store_url
         self.store = store
+        self.read_only = read_only
         self.space = space
         self.owner = owner
         self.writer = writer or owner
@@ -132,25 +137,24 @@ class FabricTarget:
         self.resolver = resolver or GitContextResolver()
         self.cells = IndexCells.of(space, owner)
         self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
-        self.lock = PublishLock(
-            store_url or f"store:{id(store)}",
-            space,
-            directory=lock_directory,
-            timeout=lock_timeout,
-            on_wait=on_lock_wait,
-        )
+        self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
 
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, store: Store, **options: Any) -> FabricTarget:
+    def open(cls, store: Store, *, read_only: bool = False, **options: Any) -> FabricTarget:
         """A target whose index, health and receipt roots exist with owner protection.
 
-        Absent roots are created together in one transaction (each required absent);
-        a present root whose labels are not the owner's (confidentiality) and this
-        writer's (integrity) is rejected with `unprotected-root`, never adopted.
+        The roots are read first; only when one is absent are the absent ones created,
+        together in one transaction (each required absent). A present root whose labels
+        are not the owner's (confidentiality) and this writer's (integrity) is rejected
+        with `unprotected-root`, never adopted.
+
+        `read_only=True` never writes (nor waits for a writer): absent roots read as
+        empty (`published_sessions() == {}`), unprotected roots are still rejected, and
+        the methods that write raise `read-only-target`.
         """
-        target = cls(store, **options)
+        target = cls(store, read_only=read_only, **options)
         target._initialise_roots()
         return target
 
@@ -170,28 +174,46 @@ class FabricTarget:
     def _initialise_roots(self) -> None:
         # No publish lock: require_absent makes two concurrent opens safe (the loser's
         # commit conflicts and it checks again), and read-only commands never wait for
-        # a running publication.
+        # a running publication. Reading the roots takes no write lock; only a missing
+        # root opens a write transaction.
         for attempt in range(_OPEN_ATTEMPTS):
             try:
                 with self.store.transaction(self.space, self.writer) as tx:
-                    for cell, initial in self._root_values().items():
-                        document = tx.read(cell)
-                        if document is None:
-                            tx.require_absent(cell)
-                            tx.write(cell, initial, self.labels)
-                        elif not self._protected(document.labels):
-                            raise TargetError(
-                                "unprotected-root",
-                                f"root cell {cell} exists without the owner's protection "
-                                f"(confidentiality {list(document.labels.confidentiality)}, "
-                                f"integrity {list(document.labels.integrity)}); "
-                                f"it is not adopted",
-                            )
-                    tx.commit()  # writes nothing when every root exists
+                    missing = self._missing_roots(tx)
+                    if not missing or self.read_only:
+                        return
+                    for cell, initial in missing.items():
+                        tx.require_absent(cell)
+                        tx.write(cell, initial, self.labels)
+                    tx.commit()
                 return
             except (ConflictError, PreconditionFailed):
                 if attempt == _OPEN_ATTEMPTS - 1:
                     raise
+
+    def _missing_roots(self, tx: Transaction) -> dict[str, Any]:
+        """The initial values of the absent roots; raises for an unprotected one."""
+        missing = {}
+        for cell, initial in self._root_values().items():
+            document = tx.read(cell)
+            if document is None:
+                missing[cell] = initial
+            elif not self._protected(document.labels):
+                raise TargetError(
+                    "unprotected-root",
+                    f"root cell {cell} exists without the owner's protection "
+                    f"(confidentiality {list(document.labels.confidentiality)}, "
+                    f"integrity {list(document.labels.integrity)}); it is not adopted",
+                )
+        return missing
+
+    def _writable(self, action: str) -> None:
+        if self.read_only:
+            raise TargetError(
+                "read-only-target",
+                f"this target was opened read-only and cannot {action}; open it without "
+                f"read_only to write",
+            )
 
     def _protected(self, labels: Labels) -> bool:
         return (
@@ -219,6 +241,7 @@ class FabricTarget:
 
     def begin_session_observation(self) -> int:
         """The ordering value a full collection records before its first provider read."""
+        self._writable("allocate an observation sequence")
         return self.store.next_sequence(self.space, SEQUENCE_NAME)
 
     def published_sessions(self) -> dict[str, PublishedSession]:
@@ -243,6 +266,7 @@ class FabricTarget:
         prior discovery checkout rows; a list (even empty) is a complete filesystem
         scan and replaces them.
         """
+        self._writable("publish")
         self.lock.acquire()
         try:
             return Publication(
@@ -260,15 +284,18 @@ class FabricTarget:
             raise
 
     def publish_health(self, value: Mapping[str, Any]) -> None:
-        """Replace the health record with a host-defined value under the health schema."""
+        """Replace the health record with a host-defined value under the health schema.
+
+        No publish lock: the graph commit is an optimistic transaction of its own, and
+        the health cells are no publication's."""
+        self._writable("publish health")
         record = {**dict(value), "schema": HEALTH_SCHEMA, "ownerDid": self.owner}
         graph = plan_graph(
             health_cause(self.space, self.owner),
             record,
             scope(self.space, self.owner, HEALTH_ARRAY_SCOPE),
         )
-        with self.lock:
-            commit_graph(self.store, self.space, self.writer, self.labels, graph)
+        commit_graph(self.store, self.space, self.writer, self.labels, graph)
 
     def session_key(self, source_id: str, native_session_id: str) -> str:
         return session_key(source_id, native_session_id)

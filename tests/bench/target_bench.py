@@ -25,7 +25,7 @@ def _target(folder: Path) -> Any:
 
     url = f"sqlite:///{folder / 'fabric.db'}"
     owner = load_or_create_identity(folder / "identity").did
-    return FabricTarget.open(open_store(url), space=owner, owner=owner, store_url=url, lock_directory=folder)
+    return FabricTarget.open(open_store(url), space=owner, owner=owner)
 
 
 def _publish_lines(target: Any, path: str, wanted: set[int]) -> tuple[float, int, int, int]:

@@ -29,6 +29,7 @@ from lib.fabric.store import (
 )
 from lib.fabric.values import Link
 from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash, value_hash
+from tests.fabric.lock_contract import StoreLockContract
 
 SPACE = "did:key:z6MkSpaceOne"
 OTHER_SPACE = "did:key:z6MkSpaceTwo"
@@ -95,7 +96,7 @@ def run_child(args: list[str]) -> subprocess.Popen:
     )
 
 
-class StoreContract:
+class StoreContract(StoreLockContract):
     # ---- documents and sequence numbers
 
     def test_a_cell_never_written_reads_as_none_and_the_head_is_zero(self, store):
@@ -217,6 +218,22 @@ class StoreContract:
             tx.read(A)
             put(store, A, 2)
             with pytest.raises(ConflictError):
+                tx.commit()
+
+    def test_a_commit_without_writes_checks_its_preconditions_and_creates_nothing(self, store):
+        with store.transaction(OTHER_SPACE, ME) as tx:
+            assert tx.read(A) is None
+            tx.require_absent(B)
+            assert tx.commit() == 0
+        assert store.head(OTHER_SPACE) == 0 and store.changes_since(OTHER_SPACE, 0) == []
+        put(store, A, 1)
+        with store.transaction(SPACE, ME) as tx:
+            tx.require_absent(A)
+            with pytest.raises(PreconditionFailed):
+                tx.commit()
+        with store.transaction(SPACE, ME) as tx:
+            tx.require_value_hash(A, value_hash(2))
+            with pytest.raises(PreconditionFailed):
                 tx.commit()
 
     def test_a_commit_whose_read_cell_moved_on_is_rejected_and_changes_nothing(self, store):

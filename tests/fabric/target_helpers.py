@@ -63,7 +63,6 @@ class Env:
             "store_url": self.store_url,
             "clock": self.clock,
             "resolver": self.resolver,
-            "lock_directory": self.tmp / "run",
         }
         base.update(options)
         return FabricTarget.open(self.store, **base)

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from lib.fabric.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from lib.fabric.store import StoreError, open_store
+from lib.fabric.store import StoreBusy, StoreError, open_store
 from tests.fabric.store_contract import ME, SPACE, StoreContract, put, value_of
 
 
@@ -34,12 +34,39 @@ def test_the_store_file_and_its_new_directories_are_private(tmp_path):
             assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
 
 
-def test_the_store_file_uses_write_ahead_logging(tmp_path):
+@pytest.fixture
+def traced(monkeypatch):
+    """Every SQL statement the store's connections run, as SQLite saw it."""
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced_connect(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    return statements
+
+
+def test_the_store_file_is_switched_to_write_ahead_logging_once_when_created(tmp_path, traced):
+    import threading
+
     with SQLiteStore(tmp_path / "f.db"):
         pass
+    assert sum("journal_mode" in s for s in traced) == 1  # the trace sees the pragma
     conn = sqlite3.connect(tmp_path / "f.db")
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     conn.close()
+    traced.clear()
+    with SQLiteStore(tmp_path / "f.db") as again:  # a second store, then a second thread
+        put(again, "of:x", 1)
+        thread = threading.Thread(target=lambda: put(again, "of:y", 2))
+        thread.start()
+        thread.join()
+    assert sum("synchronous" in s for s in traced) == 2  # two connections were traced
+    assert [s for s in traced if "journal_mode" in s] == []
+    assert [s for s in traced if "CREATE" in s.upper()] == []  # nor the schema again
 
 
 def test_values_are_stored_as_fvj1_json_text(tmp_path):
@@ -95,9 +122,11 @@ def test_a_writer_holding_the_lock_past_the_busy_timeout_is_reported_as_busy(tmp
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(StoreError) as caught:
+        with pytest.raises(StoreBusy) as caught:
             put(store, "of:x", 1)
         assert caught.value.code == "store-busy"
+        assert "busy with another writer" in caught.value.message
+        assert "try again" in caught.value.message
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
@@ -154,3 +183,15 @@ def test_a_forked_child_uses_connections_of_its_own(tmp_path):
     assert value_of(store, "of:child") == "from the forked child"
     assert put(store, "of:parent", 2) == 3
     store.close()
+
+
+def test_a_failed_first_commit_into_a_new_space_leaves_the_space_usable(tmp_path):
+    from lib.fabric.store import PreconditionFailed
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        with store.transaction(SPACE, ME) as tx:
+            tx.patch("of:absent", set={"a": 1})
+            with pytest.raises(PreconditionFailed):
+                tx.commit()  # rolled back, the new space row with it
+        assert put(store, "of:x", 1) == 1
+        assert value_of(store, "of:x") == 1

@@ -1,115 +1,58 @@
-"""The publish lock serialises publications across processes and names a stuck holder."""
+"""A target's publish lock is its store's: every handle on the database file, in any
+process and however the URL is spelled, takes turns; only publications take it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
+import os
 from pathlib import Path
 
 import pytest
 
-from lib.fabric.publish_lock import PublishLock, PublishLockHeld
-
-GUARD = 60.0  # a guard against hangs, never a synchronisation
-STORE = "sqlite:///tmp/example.sqlite3"
-SPACE = "did:key:z6MkExampleSpace"
-
-_HOLDER = """
-import sys
-from pathlib import Path
-from lib.fabric.publish_lock import PublishLock
-lock = PublishLock(sys.argv[1], sys.argv[2], directory=Path(sys.argv[3]))
-lock.acquire()
-print("held", flush=True)
-sys.stdin.readline()
-lock.release()
-print("released", flush=True)
-"""
+from lib.fabric.lock_files import lock_directory_for
+from lib.fabric.publish_lock import PUBLISH_LOCK, PublishLockHeld, publish_lock
+from tests.fabric.holders import hold_lock
+from tests.fabric.target_helpers import SPACE, descriptor, index, make_env, publish, snapshot
 
 
-def _hold_in_child(directory: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, STORE, SPACE, str(directory), "--marker-publisher"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "held"
-    return child
-
-
-def _finish(child: subprocess.Popen[str]) -> str:
-    assert child.stdin is not None and child.stdout is not None
-    child.stdin.write("\n")
-    child.stdin.flush()
-    line = child.stdout.readline().strip()
-    child.wait(GUARD)
-    return line
-
-
-def test_a_publisher_that_times_out_names_the_process_holding_the_lock(tmp_path: Path) -> None:
-    child = _hold_in_child(tmp_path)
-    try:
+def test_a_publication_gives_up_naming_the_process_that_holds_the_lock(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target(lock_timeout=0)
+    other_spelling = f"sqlite:///{tmp_path}/./fabric.db"
+    with hold_lock(other_spelling, SPACE, PUBLISH_LOCK, "--marker-publisher") as child:
         with pytest.raises(PublishLockHeld) as caught:
-            PublishLock(STORE, SPACE, directory=tmp_path, timeout=0.2).acquire()
-        assert caught.value.holder is not None
-        assert caught.value.holder["pid"] == child.pid
-        assert f"pid {child.pid}" in caught.value.message
-        assert "--marker-publisher" in caught.value.message
-        assert caught.value.code == "publish-lock-held"
-    finally:
-        _finish(child)
+            target.publication()
+    assert caught.value.code == "publish-lock-held"
+    assert caught.value.holder["pid"] == child.pid
+    assert f"pid {child.pid}" in caught.value.message
+    assert "--marker-publisher" in caught.value.message
+    assert not target.lock.held
+    publish(target, descriptor(), [snapshot("after")])  # free once the child let go
+    assert index(target)["generation"] == 1
 
 
-def test_a_second_publisher_waits_for_the_holder_and_then_takes_the_lock(tmp_path: Path) -> None:
-    child = _hold_in_child(tmp_path)
-    waiting = threading.Event()
-    seen_holder: list[object] = []
-    lock = PublishLock(
-        STORE,
-        SPACE,
-        directory=tmp_path,
-        timeout=GUARD,
-        on_wait=lambda holder: (seen_holder.append(holder), waiting.set()),
-    )
-    acquired = threading.Event()
-    holder_while_held: list[object] = []
-
-    def publish() -> None:
-        lock.acquire()
-        acquired.set()
-        holder_while_held.append(lock.read_holder())
-        lock.release()
-
-    worker = threading.Thread(target=publish)
-    worker.start()
-    assert waiting.wait(GUARD), "the second publisher never found the lock busy"
-    assert not acquired.is_set()
-    assert _finish(child) == "released"
-    assert acquired.wait(GUARD)
-    worker.join(GUARD)
-    assert seen_holder[0]["pid"] == child.pid  # type: ignore[index]
-    assert holder_while_held[0]["pid"] != child.pid  # type: ignore[index]
-    assert lock.read_holder() is None
+def test_the_target_lock_is_the_stores_publish_lock_beside_the_database(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    assert target.lock.name == PUBLISH_LOCK and target.lock.space == SPACE
+    assert target.lock.where.startswith(str(lock_directory_for(tmp_path / "fabric.db")))
+    with target.publication():
+        with pytest.raises(PublishLockHeld) as caught:
+            publish_lock(env.store, SPACE, timeout=0).acquire()
+        assert caught.value.holder["pid"] == os.getpid()
 
 
-def test_two_threads_sharing_one_lock_object_still_take_turns(tmp_path: Path) -> None:
-    lock = PublishLock(STORE, SPACE, directory=tmp_path, timeout=GUARD)
-    lock.acquire()
-    lock.acquire()  # reentrant in the holding thread
-    waiting = threading.Event()
-    lock.on_wait = lambda holder: waiting.set()
-    order: list[str] = []
-    worker = threading.Thread(
-        target=lambda: (lock.acquire(), order.append("second"), lock.release())
-    )
-    worker.start()
-    assert waiting.wait(GUARD)
-    lock.release()
-    order.append("first-still-holding")
-    lock.release()
-    worker.join(GUARD)
-    assert order == ["first-still-holding", "second"]
+def test_publishing_health_does_not_wait_for_a_held_publish_lock(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target(lock_timeout=0)
+    with hold_lock(env.store_url, SPACE, PUBLISH_LOCK):
+        target.publish_health({"state": "ready"})
+    assert env.store.read(SPACE, target.health_cell_id()).value["state"] == "ready"
+
+
+def test_reading_does_not_wait_for_a_held_publish_lock(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    publish(env.target(), descriptor(), [snapshot("s1")])
+    with hold_lock(env.store_url, SPACE, PUBLISH_LOCK):
+        for read_only in (True, False):
+            reader = env.target(lock_timeout=0, read_only=read_only)
+            assert list(reader.published_sessions()) == ["codex/s1"]

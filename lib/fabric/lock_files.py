@@ -1,0 +1,157 @@
+"""Store locks as `filelock` files in a private directory beside a database file.
+
+    <database file, resolved>.locks/              mode 0700, owned by the user
+        <name>-<24 hex>.lock                      the filelock file (0600)
+        <name>-<24 hex>.holder                    the holder's note, JSON (0600)
+
+The hex is the start of sha256(resolved database path, space, name), so every
+spelling of one database file (`sqlite:////x`, a symlinked directory, a relative
+path) takes the same lock, and two spaces of one file do not. The directory sits
+beside the state it protects: nothing of it lives in a shared temporary directory.
+
+Nothing is written through a planted path: a lock directory that is a symlink, is
+not a directory, belongs to another user, or is writable by group or others is
+refused with `unsafe-lock-directory` (nothing in it is touched); files are opened
+with O_NOFOLLOW, and the holder note is written to a new file (O_CREAT | O_EXCL |
+O_NOFOLLOW, mode 0600) that is then renamed over the note, which replaces a planted
+symlink instead of following it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from lib.fabric.store import StoreError
+from lib.fabric.store_lock import StoreLock
+
+_NOTE_LIMIT = 64 * 1024
+
+
+class UnsafeLockDirectory(StoreError):
+    """A lock directory (or a file in it) that someone else could have planted."""
+
+
+def lock_directory_for(database: str | os.PathLike[str]) -> Path:
+    """The private lock directory beside a database file (its resolved path)."""
+    return Path(os.path.realpath(database) + ".locks")
+
+
+def lock_stem(database: str | os.PathLike[str], space: str, name: str) -> str:
+    digest = hashlib.sha256(f"{os.path.realpath(database)}\n{space}\n{name}".encode())
+    return f"{name}-{digest.hexdigest()[:24]}"
+
+
+def _unsafe(path: Path, problem: str) -> UnsafeLockDirectory:
+    return UnsafeLockDirectory("unsafe-lock-directory",
+        f"lock directory {path} {problem}, so agentctl does not use it; remove it "
+        f"(agentctl creates it again, private to you) after checking who made it"
+    )
+
+
+def ensure_private_directory(path: Path) -> None:
+    """Create `path` mode 0700, or accept it only when it is a real directory that
+    belongs to this user and that group and others cannot write."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(
+            "store-unavailable",
+            f"cannot create lock directory {path}: {exc.strerror}",
+        ) from None
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise _unsafe(path, "is a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _unsafe(path, "is not a directory")
+    if info.st_uid != os.geteuid():
+        raise _unsafe(path, f"belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})")
+    if info.st_mode & 0o022:
+        raise _unsafe(path, f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def _open_private_file(path: Path, flags: int) -> int:
+    """Open (creating if absent, mode 0600) a regular file, never through a symlink."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise _unsafe(path.parent, f"holds a symbolic link {path.name}") from None
+        raise StoreError("store-unavailable", f"cannot open lock file {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _unsafe(path.parent, f"holds {path.name}, which is not a regular file")
+    return fd
+
+
+def write_note(path: Path, note: dict[str, Any]) -> None:
+    """Replace the note at `path` whole: a reader never sees half a note, and a
+    planted symlink at `path` is replaced, not followed."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(note))
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def read_note(path: Path) -> dict[str, Any] | None:
+    """The note at `path`, None when absent, unreadable, not a regular file or a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = json.loads(os.read(fd, _NOTE_LIMIT).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
+
+
+class FileStoreLock(StoreLock):
+    """A StoreLock held as a `filelock` file beside the database file."""
+
+    def __init__(self, database: str, space: str, name: str, **options: Any) -> None:
+        self.directory = lock_directory_for(database)
+        stem = lock_stem(database, space, name)
+        self.path = self.directory / f"{stem}.lock"
+        self.holder_path = self.directory / f"{stem}.holder"
+        super().__init__(space, name, where=str(self.path), **options)
+        self._file = filelock.FileLock(str(self.path), mode=0o600, thread_local=False)
+
+    def _take(self, timeout: float) -> bool:
+        ensure_private_directory(self.directory)
+        os.close(_open_private_file(self.path, os.O_RDWR))
+        try:
+            self._file.acquire(timeout=timeout)
+        except filelock.Timeout:
+            return False
+        return True
+
+    def _give(self) -> None:
+        self._file.release()
+
+    def _write_holder(self, note: dict[str, Any]) -> None:
+        write_note(self.holder_path, note)
+
+    def _clear_holder(self) -> None:
+        self.holder_path.unlink(missing_ok=True)
+
+    def read_holder(self) -> dict[str, Any] | None:
+        return read_note(self.holder_path)
