@@ -1,60 +1,32 @@
-"""Client-side WebSocket framing (RFC 6455) over a pair of byte streams.
+"""Client-side WebSocket (RFC 6455) over a pair of byte streams, on `wsproto`.
 
 `codex app-server proxy` relays the daemon's control socket, which speaks WebSocket, over
 its own stdin and stdout. So in `managed` and `proxy` modes each JSON-RPC message travels
-as one text frame over the child's pipes. This module does only what that needs: the
-upgrade request, masked client text frames, unmasked server frames with continuation,
-ping/pong and close. Stdlib only.
+as one text frame over the child's pipes. wsproto does the protocol: the upgrade request
+and its `101` / `Sec-WebSocket-Accept` check, masked client frames, reassembly of
+fragmented server messages, validation. This module moves its bytes over the pipes,
+answers pings and the peer's close, and raises `WebSocketError` for a refused upgrade or
+a broken protocol.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
-import struct
+import collections
+import io
 import threading
-from typing import BinaryIO
 
-_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-OP_CONTINUATION, OP_TEXT, OP_BINARY = 0x0, 0x1, 0x2
-OP_CLOSE, OP_PING, OP_PONG = 0x8, 0x9, 0xA
+from wsproto import ConnectionType, WSConnection, events
+from wsproto.connection import ConnectionState
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+_READ_SIZE = 65536
+# wsproto reports a frame it cannot parse as a CloseConnection event without leaving these
+# states; a close frame the peer really sent moves it to REMOTE_CLOSING or CLOSED.
+_NOT_CLOSED_BY_PEER = (ConnectionState.OPEN, ConnectionState.LOCAL_CLOSING)
 
 
 class WebSocketError(Exception):
     """The peer broke the WebSocket protocol or refused the upgrade."""
-
-
-def accept_key(key: str) -> str:
-    """The Sec-WebSocket-Accept value a server must answer `key` with."""
-    return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
-
-
-def encode_frame(opcode: int, payload: bytes, *, mask: bytes | None = None, fin: bool = True) -> bytes:
-    """One frame; a client masks every frame it sends (`mask` given), a server does not."""
-    head = bytearray([(0x80 if fin else 0) | opcode])
-    mask_bit = 0x80 if mask is not None else 0
-    length = len(payload)
-    if length < 126:
-        head.append(mask_bit | length)
-    elif length < 1 << 16:
-        head.append(mask_bit | 126)
-        head += struct.pack(">H", length)
-    else:
-        head.append(mask_bit | 127)
-        head += struct.pack(">Q", length)
-    if mask is None:
-        return bytes(head) + payload
-    return bytes(head) + mask + _apply_mask(payload, mask)
-
-
-def _apply_mask(payload: bytes, mask: bytes) -> bytes:
-    # XOR with the 4-byte key repeated; done on big integers, which is fast for large payloads.
-    if not payload:
-        return payload
-    key = (mask * (len(payload) // 4 + 1))[: len(payload)]
-    masked = int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")
-    return masked.to_bytes(len(payload), "big")
 
 
 class WebSocketPipe:
@@ -63,138 +35,88 @@ class WebSocketPipe:
     `receive()` is for one reader thread; `send()` may be called from any thread.
     """
 
-    def __init__(self, reader: BinaryIO, writer: BinaryIO, *, host: str = "localhost", path: str = "/"):
-        self._reader = reader
-        self._writer = writer
-        self._host = host
-        self._path = path
-        self._write_lock = threading.Lock()
-        self._closed = False
+    def __init__(self, reader: io.BufferedIOBase, writer: io.BufferedIOBase, *,
+                 host: str = "localhost", path: str = "/"):
+        self._reader, self._writer = reader, writer
+        self._host, self._path = host, path
+        self._ws = WSConnection(ConnectionType.CLIENT)
+        self._pending: collections.deque[events.Event | WebSocketError] = collections.deque()
+        self._state_lock = threading.Lock()  # wsproto's state; never held across I/O
+        self._write_lock = threading.Lock()  # whole frames, in the order wsproto made them
 
     def handshake(self) -> None:
         """Send the upgrade request and check the `101 Switching Protocols` answer."""
-        key = base64.b64encode(os.urandom(16)).decode("ascii")
-        request = (
-            f"GET {self._path} HTTP/1.1\r\n"
-            f"Host: {self._host}\r\n"
-            "Upgrade: websocket\r\n"
-            "Connection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n"
-        )
-        self._write(request.encode("ascii"))
-        status = self._reader.readline()
-        if not status:
-            raise WebSocketError("the peer closed the stream before answering the WebSocket upgrade")
-        headers: dict[str, str] = {}
+        self._send(events.Request(host=self._host, target=self._path))
         while True:
-            line = self._reader.readline()
-            if not line:
-                raise WebSocketError("the peer closed the stream in the middle of the upgrade answer")
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        parts = status.decode("latin-1").split(" ", 2)
-        if len(parts) < 2 or parts[1] != "101":
-            raise WebSocketError(f"WebSocket upgrade refused: {status.decode('latin-1').strip()!r}")
-        if headers.get("sec-websocket-accept") != accept_key(key):
-            raise WebSocketError("WebSocket upgrade answer has a wrong Sec-WebSocket-Accept")
+            while self._pending:
+                event = self._pending.popleft()
+                if isinstance(event, events.AcceptConnection):
+                    return
+                if isinstance(event, events.RejectConnection):
+                    raise WebSocketError(f"WebSocket upgrade refused (HTTP status {event.status_code})")
+            if not self._pump():
+                raise WebSocketError("the peer closed the stream before answering the WebSocket upgrade")
 
     def send(self, text: str) -> None:
-        self._send_frame(OP_TEXT, text.encode("utf-8"))
+        self._send(events.TextMessage(data=text))
 
     def receive(self) -> bytes | None:
         """The next whole data message, or None once the peer closed the connection."""
-        message = bytearray()
-        in_message = False
+        parts: list[bytes] = []
         while True:
-            frame = self._read_frame()
-            if frame is None:
-                if in_message:
+            while self._pending:
+                event = self._pending.popleft()
+                if isinstance(event, WebSocketError):
+                    raise event
+                if isinstance(event, events.Message):
+                    data = event.data
+                    parts.append(data.encode("utf-8") if isinstance(data, str) else bytes(data))
+                    if event.message_finished:
+                        return b"".join(parts)
+                elif isinstance(event, events.Ping):
+                    self._send(event.response())
+                elif isinstance(event, events.CloseConnection):
+                    self._send_quietly(event.response())
+                    return None
+            if not self._pump():
+                if parts:
                     raise WebSocketError("the stream ended in the middle of a fragmented message")
                 return None
-            fin, opcode, payload = frame
-            if opcode == OP_PING:
-                self._send_frame(OP_PONG, payload)
-            elif opcode == OP_PONG:
-                continue
-            elif opcode == OP_CLOSE:
-                self._answer_close(payload)
-                return None
-            elif opcode in (OP_TEXT, OP_BINARY):
-                if in_message:
-                    raise WebSocketError("a new message began before the previous one finished")
-                message += payload
-                in_message = True
-                if fin:
-                    return bytes(message)
-            elif opcode == OP_CONTINUATION:
-                if not in_message:
-                    raise WebSocketError("a continuation frame arrived outside a message")
-                message += payload
-                if fin:
-                    return bytes(message)
-            else:
-                raise WebSocketError(f"unknown WebSocket opcode {opcode:#x}")
 
     def close(self, code: int = 1000) -> None:
         """Send a close frame (best effort: the peer may already be gone)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._send_frame(OP_CLOSE, struct.pack(">H", code), force=True)
-        except (OSError, ValueError):
-            pass
+        self._send_quietly(events.CloseConnection(code=code))
 
-    def _answer_close(self, payload: bytes) -> None:
-        if not self._closed:
-            self._closed = True
+    def _pump(self) -> bool:
+        """Feed what the peer sent next to wsproto; False at the end of the stream (or after
+        the close handshake, when nothing more may be read)."""
+        data = b"" if self._ws.state is ConnectionState.CLOSED else self._reader.read1(_READ_SIZE)
+        if not data:
+            return False
+        with self._state_lock:
             try:
-                self._send_frame(OP_CLOSE, payload[:2], force=True)
-            except (OSError, ValueError):
-                pass
+                self._ws.receive_data(data)
+            except RemoteProtocolError as exc:
+                raise WebSocketError(f"WebSocket upgrade answer is not valid: {exc}") from None
+            for event in self._ws.events():
+                if isinstance(event, events.CloseConnection) and self._ws.state in _NOT_CLOSED_BY_PEER:
+                    self._pending.append(WebSocketError(f"{event.reason} (close code {int(event.code)})"))
+                else:
+                    self._pending.append(event)
+        return True
 
-    def _read_exact(self, count: int) -> bytes | None:
-        data = self._reader.read(count) if count else b""
-        if count and not data:
-            return None
-        if len(data) != count:
-            raise WebSocketError("the stream ended in the middle of a WebSocket frame")
-        return data
-
-    def _read_frame(self) -> tuple[bool, int, bytes] | None:
-        head = self._read_exact(2)
-        if head is None:
-            return None
-        fin, opcode = bool(head[0] & 0x80), head[0] & 0x0F
-        if head[0] & 0x70:
-            raise WebSocketError("a WebSocket frame uses reserved bits (no extension was agreed)")
-        if head[1] & 0x80:
-            raise WebSocketError("the server sent a masked WebSocket frame")
-        length = head[1] & 0x7F
-        if length == 126:
-            length = struct.unpack(">H", self._need(2))[0]
-        elif length == 127:
-            length = struct.unpack(">Q", self._need(8))[0]
-        if opcode >= 0x8 and (length > 125 or not fin):
-            raise WebSocketError("a WebSocket control frame is fragmented or too long")
-        payload = self._need(length) if length else b""
-        return fin, opcode, payload
-
-    def _need(self, count: int) -> bytes:
-        data = self._read_exact(count)
-        if data is None:
-            raise WebSocketError("the stream ended in the middle of a WebSocket frame")
-        return data
-
-    def _send_frame(self, opcode: int, payload: bytes, *, force: bool = False) -> None:
-        if self._closed and not force:
-            raise WebSocketError("the WebSocket connection is closed")
-        self._write(encode_frame(opcode, payload, mask=os.urandom(4)))
-
-    def _write(self, data: bytes) -> None:
+    def _send(self, event: events.Event) -> None:
         with self._write_lock:
+            with self._state_lock:
+                try:
+                    data = self._ws.send(event)
+                except LocalProtocolError:
+                    raise WebSocketError("the WebSocket connection is closed") from None
             self._writer.write(data)
             self._writer.flush()
+
+    def _send_quietly(self, event: events.Event) -> None:
+        try:
+            self._send(event)
+        except (OSError, ValueError, WebSocketError):
+            pass

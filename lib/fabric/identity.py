@@ -1,7 +1,8 @@
 """The user's identity: an Ed25519 key in a private file, named by a did:key.
 
 The DID is `did:key:z` + base58btc(ED 01 || public key), the form Common
-Fabric uses. The key file is created on first use and must stay private: it
+Fabric uses. Keys and signatures come from the `cryptography` package
+(Ed25519 as RFC 8032 specifies it). The key file is created on first use and must stay private: it
 is refused when it is a symlink, owned by another user, or readable by group
 or others, so a planted or leaked key is never used silently.
 
@@ -23,8 +24,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 from lib.errors import UsageError
-from lib.fabric import ed25519
 
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _ED25519_MULTICODEC = b"\xed\x01"
@@ -65,12 +68,14 @@ class Identity:
 
     @classmethod
     def from_secret_key(cls, secret_key: bytes) -> Identity:
-        public = ed25519.public_key(secret_key)
+        """The identity of a 32-byte secret key (RFC 8032's seed); ValueError for another length."""
+        public_key = Ed25519PrivateKey.from_private_bytes(secret_key).public_key()
+        public = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
         return cls(did=did_key(public), public_key=public, _secret_key=secret_key)
 
     def sign(self, message: bytes) -> bytes:
         """The 64-byte Ed25519 signature of message."""
-        return ed25519.sign(self._secret_key, message)
+        return Ed25519PrivateKey.from_private_bytes(self._secret_key).sign(message)
 
 
 def load_or_create_identity(path: str | os.PathLike[str]) -> Identity:

@@ -1,4 +1,4 @@
-"""Ed25519 against RFC 8032, did:key naming, and the private identity file."""
+"""Ed25519 (through `cryptography`) against RFC 8032, did:key naming, and the private identity file."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import stat
 import threading
 
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from lib.fabric import ed25519, identity
+from lib.fabric import identity
 from lib.fabric.identity import (
     Identity,
     IdentityError,
@@ -44,23 +46,37 @@ RFC8032 = [
 ]
 
 
+def verifies(public: bytes, message: bytes, signature: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except InvalidSignature:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("secret, public, message, signature", RFC8032)
 def test_rfc8032_secret_keys_give_the_published_public_keys_and_signatures(
     secret, public, message, signature
 ):
-    secret_key = bytes.fromhex(secret)
-    assert ed25519.public_key(secret_key).hex() == public
-    assert ed25519.sign(secret_key, bytes.fromhex(message)).hex() == signature
-    assert ed25519.verify(bytes.fromhex(public), bytes.fromhex(message), bytes.fromhex(signature))
+    # the path identity.py takes: secret key -> public key -> signature, bit for bit
+    me = Identity.from_secret_key(bytes.fromhex(secret))
+    assert me.public_key.hex() == public
+    assert me.sign(bytes.fromhex(message)).hex() == signature
+    assert verifies(bytes.fromhex(public), bytes.fromhex(message), bytes.fromhex(signature))
 
 
 def test_a_signature_does_not_verify_for_another_message_or_key():
     secret, public, message, signature = (bytes.fromhex(v) for v in RFC8032[1])
-    assert not ed25519.verify(public, message + b"!", signature)
+    assert not verifies(public, message + b"!", signature)
     other_public = bytes.fromhex(RFC8032[2][1])
-    assert not ed25519.verify(other_public, message, signature)
+    assert not verifies(other_public, message, signature)
     tampered = signature[:-1] + bytes([signature[-1] ^ 1])
-    assert not ed25519.verify(public, message, tampered)
+    assert not verifies(public, message, tampered)
+
+
+def test_a_secret_key_of_another_length_is_refused():
+    with pytest.raises(ValueError):
+        Identity.from_secret_key(bytes(31))
 
 
 def test_base58btc_matches_known_encodings_and_keeps_leading_zero_bytes():
@@ -94,7 +110,9 @@ def test_first_use_creates_a_private_identity_that_later_loads_unchanged(tmp_pat
 def test_an_identity_signs_messages_that_verify_under_its_public_key(tmp_path):
     me = load_or_create_identity(tmp_path / "id.json")
     signature = me.sign(b"claim command 7")
-    assert ed25519.verify(me.public_key, b"claim command 7", signature)
+    assert verifies(me.public_key, b"claim command 7", signature)
+    assert not verifies(me.public_key, b"claim command 8", signature)
+    assert load_or_create_identity(tmp_path / "id.json").sign(b"claim command 7") == signature
     assert "secret" not in repr(me).lower()
 
 
