@@ -178,10 +178,15 @@ class GitObservation:
         self._by_root: dict[str, GitMetadata] = {}
 
     def resolve(self, cwd: str | os.PathLike[str] | None) -> GitMetadata | None:
-        """Metadata for the checkout holding `cwd`, or None when there is none to be had."""
-        if cwd is None or not os.fspath(cwd):
+        """Metadata for the checkout holding `cwd`, or None when there is none to be had.
+
+        Only an absolute directory names a checkout: a relative or blank one would be
+        resolved against agentctl's own working directory, whose checkout is not the
+        session's."""
+        path = os.fspath(cwd) if cwd is not None else ""
+        if not path.strip() or not os.path.isabs(path):
             return None
-        directory = os.path.realpath(os.fspath(cwd))
+        directory = os.path.realpath(path)
         if directory in self._by_directory:
             return self._by_directory[directory]
         metadata = self._lookup(directory)

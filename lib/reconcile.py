@@ -63,6 +63,9 @@ class CollectionOutcome(WireModel):
     incomplete_snapshots: int = 0
     errors: list[CollectionError] = Field(default_factory=list)
     listed_session_ids: list[str] = Field(default_factory=list)
+    # reads of named sessions with no inventory at all (`agentctl read --source S ID`):
+    # a targeted refresh, which changes no other session's status
+    targeted: bool = False
 
     def has_errors(self, stage: CollectionStage) -> bool:
         return any(error.stage == stage for error in self.errors)

@@ -274,6 +274,17 @@ def test_a_session_without_a_working_directory_runs_no_git(resolver, recording):
     assert recording.calls == []
 
 
+def test_a_relative_or_blank_directory_names_no_checkout_even_inside_one(repos, resolver, recording, monkeypatch):
+    """`.` would otherwise resolve against agentctl's own working directory, and
+    whatever checkout agentctl runs in would be published as the session's."""
+    repo = repos.init("project")
+    monkeypatch.chdir(repo)
+    for cwd in (".", "src", "./", "   "):
+        assert resolver.resolve(cwd) is None
+    assert recording.calls == []
+    assert resolver.resolve(str(repo)) is not None
+
+
 def test_a_missing_git_binary_gives_no_metadata_instead_of_an_error(repos, tmp_path):
     repo = repos.init("project")
     runner = SubprocessGitRunner(executable=str(tmp_path / "no-such-git"), env=repos.env)

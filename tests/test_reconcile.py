@@ -365,6 +365,7 @@ def test_the_outcome_wire_form_uses_the_spec_names():
             }
         ],
         "listedSessionIds": ["a"],
+        "targeted": False,
     }
     assert CollectionOutcome.model_validate(wire).to_wire() == wire
 

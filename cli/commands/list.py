@@ -33,7 +33,8 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
     driver = app.workspace.create_driver(source)
     # The observation sequence is allocated before the first provider call, so a
     # publication of this listing can be ordered against refreshes that start later.
-    sequence = app.workspace.open_target().begin_session_observation()
+    target = app.workspace.open_target()
+    sequence, origin = target.begin_session_observation(), target.observation_origin()
     try:
         driver.start()
     except DriverError as exc:
@@ -41,7 +42,7 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
     table = as_json is False and sys.stdout.isatty()
     sink = SessionTable(app) if table else JsonLinesSink()
     try:
-        for record in list_source(driver, sequence):
+        for record in list_source(driver, sequence, origin):
             sink.put(record)
     finally:
         driver.stop()

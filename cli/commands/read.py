@@ -40,7 +40,13 @@ def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str |
     sink = JsonLinesSink()
     with DriverPool(workspace.create_driver) as drivers:
         stage = read_stage(workspace, drivers, full=full or bool(session_ids))
-        initial = stage.read_ids(source_id, list(session_ids)) if session_ids else ()
+        initial = ()
+        if session_ids:
+            # A targeted refresh: its sequence is allocated before the reads, so a
+            # collection that began earlier cannot overwrite what it reads.
+            target = workspace.open_target()
+            initial = stage.read_ids(workspace.describe_source(source_id), list(session_ids),
+                                     target.begin_session_observation(), target.observation_origin())
         stdin = None if session_ids else stdin_if_piped()
         run_stage(stage, stage_inputs(initial, stdin, stage.stage, sink), sink, progress=app.progress)
     exit_for(sink)

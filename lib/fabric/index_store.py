@@ -75,7 +75,7 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     value, document = read_complete_index(target, cells)
     prior.versions[cells.all] = document.seq if document is not None else 0
     if value is not None:
-        parsed = parse_session_index(value, bucket="all")
+        parsed = parse_session_index(value, bucket="all", strict=True)
         prior.rows = {row["key"]: dict(row) for row in parsed.sessions}
         prior.row_links = _row_links(document.value, value, prior.rows)
         prior.sources = [dict(r) for r in parsed.sources]

@@ -6,7 +6,9 @@ processes), and a targeted refresh allocates one before its session read. The ta
 remembers, per space:
 
 - for each session key, the newest sequence that published (or deleted) it;
-- for each source, the newest sequence whose inventory was complete.
+- for each source, the newest sequence whose inventory was complete;
+- for each source, the newest sequence that wrote its source row (capabilities,
+  verdict), so an older run never reverts a newer row.
 
 Three rules follow (spec "Fabric target"; each is a pure method below):
 
@@ -44,12 +46,17 @@ def ordering_cause(space_did: str, owner_did: str) -> dict[str, Any]:
 class OrderingState:
     sessions: dict[str, int] = field(default_factory=dict)
     complete_sources: dict[str, int] = field(default_factory=dict)
+    source_rows: dict[str, int] = field(default_factory=dict)
 
     # -- the rules ---------------------------------------------------------------------
 
     def keeps_newer(self, key: str, sequence: int) -> bool:
         """Rule 1: a newer observation already published (or deleted) this session."""
         return self.sessions.get(key, 0) > sequence
+
+    def keeps_newer_source_row(self, source_id: str, sequence: int) -> bool:
+        """A newer observation already wrote this source's row."""
+        return self.source_rows.get(source_id, 0) > sequence
 
     def may_delete(self, key: str, sequence: int) -> bool:
         """Rule 2: a complete inventory at `sequence` may delete an unlisted session."""
@@ -70,13 +77,19 @@ class OrderingState:
         if sequence > self.complete_sources.get(source_id, 0):
             self.complete_sources[source_id] = sequence
 
+    def record_source_row(self, source_id: str, sequence: int) -> None:
+        if sequence > self.source_rows.get(source_id, 0):
+            self.source_rows[source_id] = sequence
+
     def merged(self, recorded: OrderingState) -> OrderingState:
         """This state with another's records added (newest wins)."""
-        out = OrderingState(dict(self.sessions), dict(self.complete_sources))
+        out = OrderingState(dict(self.sessions), dict(self.complete_sources), dict(self.source_rows))
         for key, seq in recorded.sessions.items():
             out.record_session(key, seq)
         for source_id, seq in recorded.complete_sources.items():
             out.record_complete_source(source_id, seq)
+        for source_id, seq in recorded.source_rows.items():
+            out.record_source_row(source_id, seq)
         return out
 
     # -- the stored value --------------------------------------------------------------
@@ -87,6 +100,7 @@ class OrderingState:
             "ownerDid": owner_did,
             "sessions": dict(sorted(self.sessions.items())),
             "completeSources": dict(sorted(self.complete_sources.items())),
+            "sourceRows": dict(sorted(self.source_rows.items())),
         }
 
     @staticmethod
@@ -95,7 +109,9 @@ class OrderingState:
         if not isinstance(value, Mapping) or value.get("schema") != ORDERING_SCHEMA:
             return OrderingState()
         return OrderingState(
-            _sequences(value.get("sessions")), _sequences(value.get("completeSources"))
+            _sequences(value.get("sessions")),
+            _sequences(value.get("completeSources")),
+            _sequences(value.get("sourceRows")),
         )
 
 

@@ -64,7 +64,7 @@ class Publication:
         self._ordering = self.prior.ordering
         self._recorded = OrderingState()
         self._rows: dict[str, dict[str, Any]] = {}
-        self._untouched: set[str] = set()
+        self._status_changes: dict[str, str] = {}
         self._sources: dict[str, SourceState] = {}
         self._source_rows: dict[str, dict[str, Any]] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
@@ -115,7 +115,7 @@ class Publication:
         now = self._now()
         if outcome is None:
             prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
-            self._source_rows[sid] = source.targeted_row(prior, now)
+            self._write_source_row(source, lambda: source.targeted_row(prior, now))
             return
         for error in outcome.get("errors") or []:
             source.record_error(error)
@@ -124,19 +124,34 @@ class Publication:
         for key, prior in self.prior.rows.items():
             if prior["sourceId"] != sid or key in self._rows:
                 continue
-            self._untouched.add(key)
-            if inventory_complete and prior["nativeSessionId"] not in listed:
-                if self._ordering.may_delete(key, source.sequence):
-                    self._rows[key] = idx.deleted(prior, now)
-                    if prior.get("status") != "deleted":
-                        self._recorded.record_session(key, source.sequence)
-                else:
-                    self._rows[key] = dict(prior)  # a newer observation has it
+            if self._ordering.keeps_newer(key, source.sequence):
+                self._rows[key] = dict(prior)  # a newer observation has it: keep it whole
+            elif inventory_complete and prior["nativeSessionId"] not in listed:
+                self._rows[key] = idx.deleted(prior, now)
+                if prior.get("status") != "deleted":
+                    self._recorded.record_session(key, source.sequence)
             else:
                 self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
+            self._note_status_change(key, prior)
         if inventory_complete:
             self._recorded.record_complete_source(sid, source.sequence)
-        self._source_rows[sid] = source.verdict_row(outcome, now)
+        self._write_source_row(source, lambda: source.verdict_row(outcome, now))
+
+    def _write_source_row(self, source: SourceState, row: Callable[[], dict[str, Any]]) -> None:
+        """The source's row, unless a newer observation wrote it already."""
+        sid = source.source_id
+        if self._ordering.keeps_newer_source_row(sid, source.sequence):
+            prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
+            if prior is not None:
+                self._source_rows[sid] = dict(prior)
+            return
+        self._source_rows[sid] = row()
+        self._recorded.record_source_row(sid, source.sequence)
+
+    def _note_status_change(self, key: str, prior: Mapping[str, Any]) -> None:
+        status = self._rows[key]["status"]
+        if status != prior.get("status"):
+            self._status_changes[key] = status
 
     # -- sessions --------------------------------------------------------------------
 
@@ -155,6 +170,10 @@ class Publication:
         summary_wire = dict(prepared.summary)
         metadata = self._checkouts.observe(summary_wire.get("cwd"))
         summary = idx.with_git(idx.normalized_summary(summary_wire), metadata)
+        if prior is not None:  # a read that does not report a lifecycle field keeps the known one
+            for name in ("archived", "active"):
+                if summary.get(name) is None and prior.get(name) is not None:
+                    summary[name] = prior[name]
         messages = [_plain(m) for m in prepared.normalized_messages]
         now = self._now()
         unchanged = (
@@ -281,10 +300,11 @@ class Publication:
             for sid, source in self._sources.items():
                 if not source.ended:
                     self.end_source(None, sid)
+            # Rows of sources this publication did not collect in full (other sources,
+            # targeted refreshes) stay as they are: only an inventory verdict changes them.
             for key, prior in self.prior.rows.items():
                 if key not in self._rows:
-                    self._untouched.add(key)
-                    self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
+                    self._rows[key] = dict(prior)
             sources = {**{r["sourceId"]: r for r in self.prior.sources}, **self._source_rows}
             generated_at = self._clock()
             generation = self.prior.generation + 1
@@ -319,7 +339,10 @@ class Publication:
             written=self._counts["written"],
             unchanged=self._counts["unchanged"],
             cells_written=self._counts["cells"] + cells,
-            untouched={k: self._rows[k]["status"] for k in sorted(self._untouched)},
+            status_changes=[
+                PublishedOutcome(key, status, status)  # type: ignore[arg-type]
+                for key, status in sorted(self._status_changes.items())
+            ],
         )
 
     def close(self) -> None:

@@ -13,7 +13,8 @@ from lib.fabric.session_graph import PreparedChunk
 __all__ = ["Action", "PreparedLike", "PublicationError", "PublicationSummary", "PublishedOutcome"]
 
 Action = Literal[
-    "written", "unchanged", "skipped-newer", "retained", "retained-unbacked", "failed"
+    "written", "unchanged", "skipped-newer", "retained", "retained-unbacked", "failed",
+    "deleted", "stale",  # an untouched row the source's inventory verdict changed
 ]
 
 
@@ -49,8 +50,9 @@ class PublicationSummary:
     written: int = 0
     unchanged: int = 0
     cells_written: int = 0
-    # rows no add_* call observed, with their final status (deleted, stale, or kept)
-    untouched: dict[str, str] = field(default_factory=dict)
+    # rows no add_* call observed whose status the inventory verdict changed (to
+    # deleted or stale), in key order
+    status_changes: list[PublishedOutcome] = field(default_factory=list)
 
 
 class PublicationError(CodedError):

@@ -106,13 +106,13 @@ def session_row_problem(row: Any) -> str | None:
     return None
 
 
-def parse_session_index(value: Any, *, bucket: str) -> ParsedIndex:
+def parse_session_index(value: Any, *, bucket: str, strict: bool = False) -> ParsedIndex:
     """Validate a stored (hydrated) session index.
 
     A value that is not a session index of this bucket is an error: the target never
-    replaces what it cannot read. Rows that fail validation are dropped and counted,
-    so one bad row (an older or foreign writer's) makes that session look new, and the
-    next publication writes it again instead of failing every publication.
+    replaces what it cannot read. A session row that fails validation is an error too
+    when `strict` (a publication: dropping it would let its session vanish without
+    ever being marked deleted); readers drop and count such rows and show the rest.
     """
     if not isinstance(value, dict):
         raise FabricSchemaError("invalid-index", f"the {bucket} session index is not an object")
@@ -133,8 +133,19 @@ def parse_session_index(value: Any, *, bucket: str) -> ParsedIndex:
         if not isinstance(rows, list):
             raise FabricSchemaError("invalid-index", f"the {bucket} session index {name} is a list")
     seen: set[str] = set()
-    for row in value.get("sessions", []):
-        if session_row_problem(row) is not None or row["key"] in seen:
+    for position, row in enumerate(value.get("sessions", [])):
+        problem = session_row_problem(row)
+        if problem is None and row["key"] in seen:
+            problem = f"row {row['key']} appears twice"
+        if problem is not None:
+            if strict:
+                named = row.get("key") if isinstance(row, dict) and _is_str(row.get("key")) else None
+                raise FabricSchemaError(
+                    "invalid-index-row",
+                    f"the {bucket} session index's row {position}"
+                    f"{f' ({named})' if named else ''} is invalid: {problem}; "
+                    f"nothing was published: repair or remove that row",
+                )
             parsed.dropped_rows += 1
             continue
         seen.add(row["key"])

@@ -24,6 +24,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -92,6 +93,7 @@ class SQLiteStore(Store):
         self._space_ids: dict[str, int] = {}
         self._labels_cache: dict[str, Labels] = {}
         self._closed = False
+        self._store_id: str | None = None
         self._pid = os.getpid()
         self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
@@ -302,6 +304,21 @@ class SQLiteStore(Store):
         return [(cell_id, row_seq) for cell_id, row_seq in rows]
 
     # writes
+
+    def store_id(self) -> str:
+        """A random id made once per database file (kept in its meta table)."""
+        if self._store_id is None:
+            with self._connection() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
+                if row is None:
+                    with self._write(conn):
+                        conn.execute(
+                            "INSERT OR IGNORE INTO meta (key, value) VALUES ('storeId', ?)",
+                            (uuid.uuid4().hex,),
+                        )
+                    row = conn.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
+            self._store_id = f"sqlite:{row[0]}"
+        return self._store_id
 
     def next_sequence(self, space: str, name: str) -> int:
         with self._connection() as conn, self._write(conn):

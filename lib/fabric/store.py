@@ -352,6 +352,11 @@ class Store(abc.ABC):
         latest seq; a deleted cell appears and reads as None."""
 
     @abc.abstractmethod
+    def store_id(self) -> str:
+        """This store's identity: the same for every handle on it however its URL is
+        spelled, different for every other store (a sequence belongs to its store)."""
+
+    @abc.abstractmethod
     def next_sequence(self, space: str, name: str) -> int:
         """The next value (1, 2, ...) of a named counter, allocated atomically across
         threads and processes; never repeats."""

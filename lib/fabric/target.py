@@ -66,6 +66,7 @@ class PublishedSession:
     native_session_id: str
     driver: str
     updated_at: str | None
+    title: str | None
     archived: bool | None
     active: bool | None
     status: str
@@ -79,6 +80,7 @@ class PublishedSession:
             "nativeSessionId": self.native_session_id,
             "driver": self.driver,
             "updatedAt": self.updated_at,
+            "title": self.title,
             "archived": self.archived,
             "active": self.active,
             "status": self.status,
@@ -96,6 +98,7 @@ def published_sessions_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Publis
             native_session_id=row["nativeSessionId"],
             driver=row["driver"],
             updated_at=row.get("updatedAt"),
+            title=row.get("title"),
             archived=row.get("archived"),
             active=row.get("active"),
             status=row["status"],
@@ -243,6 +246,11 @@ class FabricTarget:
         """The ordering value a full collection records before its first provider read."""
         self._writable("allocate an observation sequence")
         return self.store.next_sequence(self.space, SEQUENCE_NAME)
+
+    def observation_origin(self) -> str:
+        """Where this target's observation sequences come from (the store and the
+        space): a sequence means nothing in another store or space."""
+        return f"{self.store.store_id()} {self.space}"
 
     def published_sessions(self) -> dict[str, PublishedSession]:
         """Every session of the complete index, by key, without reading transcripts."""

@@ -11,10 +11,14 @@ from lib.reconcile import SignalSource, stream_source
 
 
 def list_source(
-    driver: AgentDriver, observation_sequence: int | None = None, *, signal: SignalSource = None
+    driver: AgentDriver,
+    observation_sequence: int | None = None,
+    observation_origin: str | None = None,
+    *,
+    signal: SignalSource = None,
 ) -> Iterator[dict[str, Any]]:
     """`agentctl list`: the source record, every summary, then the inventory outcome."""
-    yield source_record(driver, observation_sequence)
+    yield source_record(driver.source, observation_sequence, observation_origin)
     # The inventory rules (repeated cursors, repeats, the listing limit) live in the
     # collection stream; retaining every summary walks the inventory without reading.
     stream = stream_source(driver, signal, retain=lambda _summary: True)

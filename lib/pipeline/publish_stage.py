@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lib.errors import CodedError
 from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
@@ -42,6 +43,12 @@ class PublicationSlot:
                 git=self._git, preserve_untouched_status=self._preserve
             )
         return self._publication
+
+    def observation_origin(self) -> str:
+        return self._target.observation_origin()
+
+    def begin_session_observation(self) -> int:
+        return self._target.begin_session_observation()
 
     def published_sessions(self) -> dict[str, PublishedSession]:
         """The published copies as this publication read them, under the publish lock."""
@@ -87,6 +94,8 @@ class PublishStage:
         for out in self._inner.finish():
             yield from self._publish(out)
         self.summary = self._slot.commit()
+        for change in self.summary.status_changes:  # rows the verdicts marked deleted or stale
+            yield published_record(change.to_wire())
         yield publication_record(self.summary)
 
     def close(self) -> None:
@@ -116,7 +125,10 @@ class PublishStage:
                 data = data_of(item)
                 source_id = normalize_source_id(str(data.get("sourceId", "")))
                 self._begin_implicitly(source_id)
-                self.publication.end_source({**data, "sourceId": source_id})
+                if data.get("targeted"):  # named sessions only: no inventory verdict
+                    self.publication.end_source(None, source_id)
+                else:
+                    self.publication.end_source({**data, "sourceId": source_id})
                 yield item
             else:
                 yield item
@@ -131,9 +143,23 @@ class PublishStage:
     def _source(self, data: dict[str, Any]) -> Iterator[Item]:
         descriptor = SourceDescriptor.model_validate(data.get("source"))
         descriptor = descriptor.model_copy(update={"id": normalize_source_id(descriptor.id)})
+        sequence = data.get("observationSequence")
+        if sequence is not None and (type(sequence) is not int or sequence < 1):
+            raise BadSourceRecord(
+                "bad-input",
+                f"source record of {descriptor.id}: observationSequence must be a positive "
+                f"integer, not {sequence!r}",
+            )
+        record = {**data, "source": descriptor.to_wire()}
+        origin = self._slot.observation_origin()
+        if sequence is not None and data.get("observationOrigin") != origin:
+            # Allocated in another store or space: it orders nothing here. Ordering of
+            # this source starts now, and the passed-through record says so.
+            sequence = self._slot.begin_session_observation()
+            record.update(observationSequence=sequence, observationOrigin=origin, observationReallocated=True)
         self._begun.add(descriptor.id)
-        self.publication.begin_source(descriptor, data.get("observationSequence"))
-        yield {**data, "source": descriptor.to_wire()}
+        self.publication.begin_source(descriptor, sequence)
+        yield record
 
     def _retained(self, data: dict[str, Any]) -> Iterator[Item]:
         source_id = normalize_source_id(str(data.get("sourceId", "")))
@@ -142,19 +168,22 @@ class PublishStage:
         yield published_record(self.publication.add_retained(source_id, summary).to_wire())
 
     def _error(self, data: dict[str, Any]) -> None:
-        # Only a session's failed read or retention touches its row; a bad input line
-        # names no session and stays an error record of the stream.
+        # A session that failed to be read or prepared is a failed read of that session
+        # (its row partial, its source incomplete); a bad input line names no session
+        # and stays an error record of the stream.
         source_id = data.get("sourceId")
-        if data.get("stage") not in ("read", "list", "start") or not source_id:
+        stage = data.get("stage")
+        if stage not in ("read", "prepare", "list", "start") or not source_id:
             return
         source_id = normalize_source_id(source_id)
-        if data.get("stage") == "start":
+        if stage == "start":
             self._begun.add(source_id)
             self.publication.source_failed(self._descriptor_of(source_id), data["code"], data["message"])
             return
         self._begin_implicitly(source_id)
-        if data.get("stage") == "read" and data.get("nativeSessionId"):
-            self.publication.add_error(source_id, data["nativeSessionId"], data["code"], data["message"])
+        if stage in ("read", "prepare") and data.get("nativeSessionId"):
+            self.publication.add_error(source_id, data["nativeSessionId"], data["code"], data["message"],
+                                       stage=stage)
 
     def _begin_implicitly(self, source_id: str) -> None:
         """Records of a source whose `source` record never came (`read ID | publish`):
@@ -162,6 +191,11 @@ class PublishStage:
         if source_id not in self._begun:
             self._begun.add(source_id)
             self.publication.begin_source(self._descriptor_of(source_id), None)
+
+
+class BadSourceRecord(CodedError, ValueError):
+    """A `source` record this stage cannot use (an error record; the source's other
+    records still go through)."""
 
 
 def published_record(outcome: dict[str, Any]) -> dict[str, Any]:

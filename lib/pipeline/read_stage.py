@@ -25,11 +25,12 @@ from lib.pipeline.records import (
     data_of,
     error_record,
     kind_of,
+    source_record,
     summary_record,
 )
 from lib.pipeline.retain import RetainRule
 from lib.reconcile import CollectionOutcome, SessionReads, SignalSource
-from lib.types import SessionSummary, normalize_source_id
+from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 
 class ReadStage:
@@ -60,19 +61,29 @@ class ReadStage:
             yield item
 
     def finish(self) -> Iterator[Item]:
-        """Outcomes for sources whose reads had no inventory outcome (explicit ids): their
-        inventory is not complete."""
+        """Outcomes for sources whose reads had no inventory outcome (explicit ids): a
+        targeted refresh, with no inventory verdict."""
         for source_id, reads in self._sources.items():
             if source_id not in self._concluded:
+                reads.outcome.targeted = True
                 reads.outcome.conclude(False)
                 yield outcome_record(reads.outcome)
 
     def close(self) -> None:
         """Nothing to release: the driver pool belongs to whoever runs the stages."""
 
-    def read_ids(self, source_id: str, session_ids: list[str]) -> Iterator[Item]:
+    def read_ids(
+        self,
+        source: SourceDescriptor,
+        session_ids: list[str],
+        observation_sequence: int | None = None,
+        observation_origin: str | None = None,
+    ) -> Iterator[Item]:
+        """Named sessions of one source: its `source` record (with the observation
+        sequence allocated before these reads), then each session."""
+        yield source_record(source, observation_sequence, observation_origin)
         for session_id in session_ids:
-            yield from self._read(normalize_source_id(source_id), SessionSummary(native_session_id=session_id))
+            yield from self._read(source.id, SessionSummary(native_session_id=session_id))
 
     # -- internals --------------------------------------------------------------------
 

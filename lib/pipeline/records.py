@@ -20,13 +20,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from lib.drivers.base import AgentDriver
 from lib.prepare import PreparedSession
 from lib.reconcile import CollectionError
-from lib.types import NativeSessionSnapshot, SessionSummary
+from lib.types import NativeSessionSnapshot, SessionSummary, SourceDescriptor
 
 RECORD_KINDS = frozenset(
-    {"source", "summary", "retained", "snapshot", "prepared", "error", "outcome", "published", "receipt"}
+    {"source", "summary", "retained", "snapshot", "prepared", "error", "outcome", "published",
+     "publication", "session", "receipt"}
 )
 
 # Lines longer than this are not kept beside their parsed form: a 50 MB snapshot line
@@ -113,11 +113,15 @@ def collection_error_record(stage: str, error: CollectionError) -> dict[str, Any
     )
 
 
-def source_record(driver: AgentDriver, observation_sequence: int | None) -> dict[str, Any]:
+def source_record(
+    source: SourceDescriptor, observation_sequence: int | None, observation_origin: str | None
+) -> dict[str, Any]:
+    """`observationOrigin` names the store and space the sequence was allocated in."""
     return {
         "record": "source",
-        "source": driver.source.to_wire(),
+        "source": source.to_wire(),
         "observationSequence": observation_sequence,
+        "observationOrigin": observation_origin,
     }
 
 

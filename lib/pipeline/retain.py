@@ -1,7 +1,9 @@
 """The retain rule: which listed sessions need not be read again.
 
-A session whose inventory update time equals that of its complete published copy, from
-the same driver, is retained: its published copy is current. The published copies come
+A session is retained (not read again) when its complete published copy, from the same
+driver, shows every listed field the row shows as the inventory lists it now: update
+time, title, archived and active. Archiving a Codex thread leaves its update time
+alone, so the update time alone would keep an archived thread's row unarchived. The published copies come
 from whoever knows them best: a publication's own prior index (read once, under the
 publish lock) when the run publishes, else the store.
 """
@@ -40,6 +42,7 @@ class RetainRule:
         return (
             copy is not None
             and copy.status == "complete"
-            and copy.updated_at == summary.updated_at
             and copy.driver == self._driver_of(source_id)
+            and (copy.updated_at, copy.title, copy.archived, copy.active)
+            == (summary.updated_at, summary.title, summary.archived, summary.active)
         )

@@ -48,4 +48,6 @@ def inventory_records(
                                source_id=source_id)
             continue
         # The observation sequence is allocated before the first provider call.
-        yield from list_source(driver, target.begin_session_observation(), signal=signal)
+        yield from list_source(
+            driver, target.begin_session_observation(), target.observation_origin(), signal=signal
+        )

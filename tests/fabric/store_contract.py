@@ -406,6 +406,18 @@ class StoreContract(StoreLockContract):
         assert store.next_sequence(OTHER_SPACE, "observation") == 1
         assert store.head(SPACE) == 0  # counters are not cell writes
 
+    def test_the_store_id_is_the_same_for_every_handle_and_differs_between_stores(
+        self, store, store_url, tmp_path
+    ):
+        other_handle = open_store(store_url)
+        another = open_store(f"sqlite:///{tmp_path}/another.db")
+        try:
+            assert store.store_id() == other_handle.store_id() == store.store_id()
+            assert another.store_id() != store.store_id()
+        finally:
+            other_handle.close()
+            another.close()
+
     # ---- concurrency
 
     def test_threads_incrementing_one_cell_lose_no_update(self, store):

@@ -97,12 +97,12 @@ def test_a_refresh_publishes_one_session_and_leaves_every_other_status_alone(tmp
     env = make_env(tmp_path)
     target = env.target()
     publish(target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1")])
-    publish(target, descriptor(), [snapshot("s1"), snapshot("s2", complete=False)])  # c1 stale
+    publish(target, descriptor(), [snapshot("s1"), snapshot("s2", complete=False)])  # c1 untouched
 
     refresh_session(target, _driver(snapshot("s1", messages=5)), "s1")
 
     statuses = {k: r["status"] for k, r in rows(target).items()}
-    assert statuses == {"claude/c1": "stale", "codex/s1": "complete", "codex/s2": "partial"}
+    assert statuses == {"claude/c1": "complete", "codex/s1": "complete", "codex/s2": "partial"}
     assert _messages(env, "codex/s1") == 5
 
 
@@ -116,3 +116,24 @@ def test_a_refresh_whose_read_fails_marks_the_published_row_partial(tmp_path: Pa
 
     assert (result.action, result.status) == ("failed", "partial")
     assert rows(target)["codex/s1"]["status"] == "partial"
+
+
+def test_an_older_incomplete_collection_leaves_a_newer_refresh_complete_and_its_source_row_newer(
+    tmp_path: Path,
+) -> None:
+    """An incomplete inventory turns untouched rows stale, but not one a newer refresh
+    published; and the older run's source row never replaces the refresh's."""
+    env = make_env(tmp_path)
+    target = env.target()
+    publish(target, descriptor(), [snapshot("s1"), snapshot("s2")])
+    older = target.begin_session_observation()  # a full collection starts with old capabilities
+    driver = _driver(snapshot("s1", messages=3))
+    driver.source = descriptor(prompt=True)  # the refresh's driver knows more now
+    refresh_session(target, driver, "s1")
+
+    summary, _ = publish(target, descriptor(), [], listed=[], sequence=older, inventory_complete=False)
+
+    assert summary.statuses == {"codex/s1": "complete", "codex/s2": "stale"}
+    [source_row] = [r for r in summary.sources if r["sourceId"] == "codex"]
+    assert source_row["capabilities"]["prompt"] is True
+    assert rows(target)["codex/s1"]["capabilities"]["prompt"] is True

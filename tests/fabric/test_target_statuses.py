@@ -58,37 +58,33 @@ def test_an_incomplete_inventory_keeps_prior_sessions_and_untouched_ones_turn_st
     assert index(target)["sources"][0]["inventoryComplete"] is False
 
 
-def test_sessions_of_a_source_absent_from_a_normal_publication_turn_stale(tmp_path: Path) -> None:
+def test_sessions_of_a_source_absent_from_a_publication_keep_their_status(tmp_path: Path) -> None:
+    """Only an inventory verdict of their own source changes untouched rows: publishing
+    codex leaves claude's sessions as they were (they are not stale: nothing looked)."""
     target = make_env(tmp_path).target()
-    publish(target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1")])
-    summary, _ = publish(target, descriptor("codex"), [snapshot("x1")])
-    assert summary.statuses == {"claude/c1": "stale", "codex/x1": "complete"}
+    publish(target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1"), snapshot("c2", complete=False)])
+    summary, _ = publish(target, descriptor("codex"), [snapshot("x1")], inventory_complete=False)
+    assert summary.statuses == {"claude/c1": "complete", "claude/c2": "partial", "codex/x1": "complete"}
+    assert summary.status_changes == []
     assert {r["sourceId"] for r in index(target)["sources"]} == {"claude", "codex"}
 
 
-def test_preserve_untouched_status_leaves_rows_this_publication_did_not_observe_as_they_were(
+def test_an_incomplete_inventory_turns_its_own_untouched_sessions_stale_unless_statuses_are_preserved(
     tmp_path: Path,
 ) -> None:
     target = make_env(tmp_path).target()
-    publish(target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1"), snapshot("c2", complete=False)])
-    publish(target, descriptor("codex"), [snapshot("x1"), snapshot("x2")])  # claude rows go stale
-    publish(  # codex rows go stale
-        target, descriptor("claude", "claude-agent-sdk"), [snapshot("c1"), snapshot("c2", complete=False)]
-    )
+    publish(target, descriptor("codex"), [snapshot("x1"), snapshot("x2"), snapshot("x3", complete=False)])
 
     summary, _ = publish(
         target, descriptor("codex"), [snapshot("x1", messages=5)], inventory_complete=False, preserve=True
     )
+    assert summary.statuses == {"codex/x1": "complete", "codex/x2": "complete", "codex/x3": "partial"}
 
-    assert summary.statuses == {
-        "claude/c1": "complete",
-        "claude/c2": "partial",
-        "codex/x1": "complete",
-        "codex/x2": "stale",
-    }
     summary, _ = publish(target, descriptor("codex"), [snapshot("x1", messages=6)], inventory_complete=False)
-    # without preserve the same untouched rows turn stale
-    assert summary.statuses["claude/c1"] == summary.statuses["claude/c2"] == "stale"
+    assert summary.statuses == {"codex/x1": "complete", "codex/x2": "stale", "codex/x3": "stale"}
+    assert [(c.key, c.action, c.status) for c in summary.status_changes] == [
+        ("codex/x2", "stale", "stale"), ("codex/x3", "stale", "stale"),
+    ]
 
 
 def test_a_complete_inventory_marks_unlisted_sessions_deleted_and_keeps_them_only_in_the_complete_index(
