@@ -17,18 +17,14 @@ gone with it.
 
 from __future__ import annotations
 
-import collections
-import itertools
 import json
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from lib.drivers.base import CancelSignal, DriverError
+from lib.drivers.base import CancelSignal
 from lib.drivers.child_channels import (
-    STDERR_TAIL_LINES,
-    Channel,
     LineChannel,
     WebSocketChannel,
     drain_stderr,
@@ -42,71 +38,12 @@ from lib.drivers.jsonrpc_messages import (
     parse_message,
     predicate_matches,
 )
+from lib.drivers.jsonrpc_run import Run, Slot, wait_for
 from lib.drivers.websocket_pipe import WebSocketError
 
 Framing = Literal["lines", "websocket"]
 ServerRequestHandler = Callable[[str, Any], Any]
 NotificationListener = Callable[[Message], None]
-
-
-
-class _Slot:
-    """Where one pending request or notification wait gets its outcome."""
-
-    def __init__(self, predicate: Callable[[Message], bool] | None = None) -> None:
-        self.predicate = predicate
-        self.done = threading.Event()
-        self.value: Any = None
-        self.error: DriverError | None = None
-        self.sent = False
-
-    def resolve(self, value: Any = None, error: DriverError | None = None) -> None:
-        if not self.done.is_set():
-            self.value, self.error = value, error
-            self.done.set()
-
-
-class _Run:
-    """The state of one child process: replaced whole by every start()."""
-
-    def __init__(self, process: subprocess.Popen[bytes], channel: Channel, name: str, limit: int):
-        self.process = process
-        self.channel = channel
-        self.name = name
-        self.lock = threading.Lock()
-        self.ids = itertools.count(1)
-        self.pending: dict[int, _Slot] = {}
-        self.waiters: list[_Slot] = []
-        self.retained: collections.deque[Message] = collections.deque(maxlen=limit)
-        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self.failure: TransportClosed | None = None
-        self.opened = _Slot()
-        self.ended = threading.Event()
-        self.threads: list[threading.Thread] = []
-
-    def fail(self, failure: TransportClosed) -> None:
-        """End the run: every pending request and wait is rejected with `failure`."""
-        with self.lock:
-            if self.failure is not None:
-                return
-            self.failure = failure
-            pending, self.pending = list(self.pending.values()), {}
-            waiters, self.waiters = self.waiters, []
-        self.ended.set()
-        self.opened.resolve(error=failure)
-        for slot in pending:
-            slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
-        for slot in waiters:
-            slot.resolve(error=failure)
-
-
-def wait_for(event: threading.Event, signal: CancelSignal | None) -> None:
-    """Block until `event` is set; a fired `signal` raises Cancelled instead."""
-    if signal is None:
-        event.wait()
-        return
-    while not event.wait(0.05):
-        signal.raise_if_cancelled()
 
 
 class JsonRpcTransport:
@@ -122,7 +59,7 @@ class JsonRpcTransport:
         self.notification_limit = notification_limit
         self.on_server_request = on_server_request
         self.on_notification = on_notification
-        self._run: _Run | None = None
+        self._run: Run | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -146,7 +83,7 @@ class JsonRpcTransport:
             cwd=cwd,
         )
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
-        run = _Run(process, channel_class(process.stdout, process.stdin), self.name,
+        run = Run(process, channel_class(process.stdout, process.stdin), self.name,
                    self.notification_limit)
         self._run = run
         readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
@@ -208,7 +145,7 @@ class JsonRpcTransport:
     def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None) -> Any:
         """Send a request and block until its result; raises RpcError or TransportClosed."""
         run = self._current()
-        slot = _Slot()
+        slot = Slot()
         with run.lock:
             if run.failure is not None:
                 raise TransportClosed(run.failure.code, run.failure.message)
@@ -245,7 +182,7 @@ class JsonRpcTransport:
     ) -> Message:
         """The first retained or future notification that `predicate` accepts."""
         run = self._current()
-        slot = _Slot(predicate)
+        slot = Slot(predicate)
         with run.lock:
             for message in run.retained:
                 if predicate_matches(predicate, message):
@@ -272,13 +209,13 @@ class JsonRpcTransport:
 
     # -- internals -------------------------------------------------------------------
 
-    def _current(self) -> _Run:
+    def _current(self) -> Run:
         run = self._run
         if run is None:
             raise TransportClosed("transport-not-started", f"{self.name} is not running")
         return run
 
-    def _send(self, run: _Run, message: Message) -> None:
+    def _send(self, run: Run, message: Message) -> None:
         text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         try:
             run.channel.send(text)
@@ -291,7 +228,7 @@ class JsonRpcTransport:
             )
             raise TransportClosed(failure.code, failure.message) from None
 
-    def _read_messages(self, run: _Run) -> None:
+    def _read_messages(self, run: Run) -> None:
         try:
             run.channel.open()
         except (WebSocketError, OSError, ValueError) as exc:
@@ -326,7 +263,7 @@ class JsonRpcTransport:
             else:
                 self._deliver_notification(run, message)
 
-    def _deliver_response(self, run: _Run, message: Message) -> None:
+    def _deliver_response(self, run: Run, message: Message) -> None:
         with run.lock:
             slot = run.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
         if slot is None:
@@ -341,7 +278,7 @@ class JsonRpcTransport:
         else:
             slot.resolve(message.get("result"))
 
-    def _deliver_notification(self, run: _Run, message: Message) -> None:
+    def _deliver_notification(self, run: Run, message: Message) -> None:
         with run.lock:
             run.retained.append(message)
             matched = [slot for slot in run.waiters if predicate_matches(slot.predicate, message)]
@@ -353,7 +290,7 @@ class JsonRpcTransport:
         if listener is not None:
             listener(message)
 
-    def _answer(self, run: _Run, message: Message) -> None:
+    def _answer(self, run: Run, message: Message) -> None:
         handler = self.on_server_request
         reply: Message = {"jsonrpc": "2.0", "id": message["id"]}
         try:
@@ -370,7 +307,7 @@ class JsonRpcTransport:
         except TransportClosed:
             pass
 
-    def _exit_failure(self, run: _Run, detail: str | None) -> TransportClosed:
+    def _exit_failure(self, run: Run, detail: str | None) -> TransportClosed:
         try:
             code = run.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -386,7 +323,7 @@ class JsonRpcTransport:
         return TransportClosed("transport-closed", text)
 
     @staticmethod
-    def _kill(run: _Run) -> None:
+    def _kill(run: Run) -> None:
         # After a protocol fault the stream cannot be trusted: the child is ended.
         try:
             run.process.kill()
