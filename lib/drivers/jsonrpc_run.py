@@ -13,6 +13,7 @@ from typing import Any
 
 from lib.drivers.base import CancelSignal, DriverError
 from lib.drivers.child_channels import STDERR_TAIL_LINES, Channel
+from lib.drivers.child_input import ChildInput
 from lib.drivers.jsonrpc_messages import Message, TransportClosed
 
 
@@ -35,8 +36,10 @@ class Slot:
 class Run:
     """The state of one child process: replaced whole by every start()."""
 
-    def __init__(self, process: subprocess.Popen[bytes], channel: Channel, name: str, limit: int):
+    def __init__(self, process: subprocess.Popen[bytes], child_input: ChildInput, channel: Channel,
+                 name: str, limit: int):
         self.process = process
+        self.input = child_input
         self.channel = channel
         self.name = name
         self.lock = threading.Lock()

@@ -9,8 +9,11 @@ retained, so a waiter registered after its notification arrived is still satisfi
 
 There are no timeouts: a request or wait ends when the child answers, when the caller's
 cancel signal fires, or when the run ends. The child exiting, a malformed message, or
-`stop()` rejects everything pending with a clear error. stderr is drained into a short
-tail kept for error messages and is never copied to our own output. Each `start()`
+`stop()` rejects everything pending with a clear error. No write can hang the transport
+(see `child_input`): `stop()` gives up a write that waits on a child which stopped reading
+and kills that child at once, and a request cancelled while its message is half-written
+ends the run the same way (half a message cannot be taken back). stderr is drained into a
+short tail kept for error messages and is never copied to our own output. Each `start()`
 begins a fresh run: ids, pending calls and retained notifications of an earlier run are
 gone with it.
 """
@@ -30,6 +33,7 @@ from lib.drivers.child_channels import (
     drain_stderr,
     reason_from_stderr,
 )
+from lib.drivers.child_input import ChildInput, WriteCancelled
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -83,8 +87,9 @@ class JsonRpcTransport:
             cwd=cwd,
         )
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
-        run = Run(process, channel_class(process.stdout, process.stdin), self.name,
-                   self.notification_limit)
+        child_input = ChildInput(process.stdin)
+        run = Run(process, child_input, channel_class(process.stdout, child_input), self.name,
+                  self.notification_limit)
         self._run = run
         readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
         for target, args in readers:
@@ -102,17 +107,25 @@ class JsonRpcTransport:
             raise error
 
     def stop(self) -> None:
-        """End the current run: reject what is pending, close stdin, reap the child."""
+        """End the current run: reject what is pending, close stdin, reap the child.
+
+        Never waits on a write: one waiting for a child that stopped reading is given up
+        (it fails with `transport-stopped`) and that child is killed at once."""
         run, self._run = self._run, None
         if run is None:
             return
         run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped"))
+        hung = run.input.stop_waiting()
         try:
-            run.channel.close()
-        except (OSError, ValueError):
+            run.channel.close()  # a WebSocket close frame goes out only if it fits
+        except (OSError, ValueError, WebSocketError):
             pass
+        run.input.close()
         # Closing stdin makes Codex exit within milliseconds; escalate only if it does not.
-        for action in (None, run.process.terminate, run.process.kill):
+        # A child that is not reading will not see stdin close: it is killed straight away.
+        hung = hung or run.input.abandoned
+        steps = (run.process.kill,) if hung else (None, run.process.terminate, run.process.kill)
+        for action in steps:
             if action is not None:
                 action()
             try:
@@ -157,8 +170,8 @@ class JsonRpcTransport:
         # that ends from here on cannot prove the request did not take effect.
         slot.sent = True
         try:
-            self._send(run, message)
-        except TransportClosed:
+            self._send(run, message, signal, sent=True)
+        except (TransportClosed, WriteCancelled):
             with run.lock:
                 run.pending.pop(request_id, None)
             raise
@@ -215,10 +228,19 @@ class JsonRpcTransport:
             raise TransportClosed("transport-not-started", f"{self.name} is not running")
         return run
 
-    def _send(self, run: Run, message: Message) -> None:
+    def _send(self, run: Run, message: Message, signal: CancelSignal | None = None, *,
+              sent: bool = False) -> None:
         text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         try:
-            run.channel.send(text)
+            with run.input.cancellable(signal):
+                run.channel.send(text)
+        except WriteCancelled as exc:
+            if exc.cut_short:  # the child holds half a message: this run cannot go on
+                run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped: a request "
+                                         "was cancelled in the middle of writing to it"))
+                run.input.close()
+                self._kill(run)
+            raise
         except (OSError, ValueError, WebSocketError):
             # A closed pipe usually means the child is exiting: give the reader a moment to
             # see the exit, so the error names the child's own reason.
@@ -226,7 +248,7 @@ class JsonRpcTransport:
             failure = run.failure or TransportClosed(
                 "transport-closed", f"{self.name} is not accepting input any more"
             )
-            raise TransportClosed(failure.code, failure.message) from None
+            raise TransportClosed(failure.code, failure.message, sent=sent) from None
 
     def _read_messages(self, run: Run) -> None:
         try:
@@ -324,7 +346,8 @@ class JsonRpcTransport:
 
     @staticmethod
     def _kill(run: Run) -> None:
-        # After a protocol fault the stream cannot be trusted: the child is ended.
+        # After a protocol fault, or half a message written, the stream cannot be trusted:
+        # the child is ended.
         try:
             run.process.kill()
         except OSError:
