@@ -4,7 +4,8 @@
 `WebSocketChannel` one message per WebSocket text frame (`codex app-server proxy`, which
 relays the daemon's WebSocket over its stdio). stderr is read to its end so the child never
 blocks on a full pipe, and only a short tail is kept, for error messages: it is never
-copied to our own output (it can hold transcript text).
+copied to our own output (it can hold transcript text). Both channels write through a
+`ChildInput`, so no write to a child that stopped reading can hang its shutdown.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import collections
 import os
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from lib.drivers.child_input import ChildInput
 from lib.drivers.websocket_pipe import WebSocketPipe
 
 STDERR_TAIL_LINES = 40
@@ -31,11 +32,10 @@ class Channel(Protocol):
 
 
 class LineChannel:
-    """NDJSON framing: one message per line."""
+    """NDJSON framing: one message per line, each in one write (the writer serialises them)."""
 
-    def __init__(self, reader: Any, writer: Any) -> None:
+    def __init__(self, reader: Any, writer: ChildInput) -> None:
         self._reader, self._writer = reader, writer
-        self._lock = threading.Lock()
 
     def open(self) -> None:
         pass
@@ -49,9 +49,7 @@ class LineChannel:
                 return line
 
     def send(self, text: str) -> None:
-        with self._lock:
-            self._writer.write(text.encode("utf-8") + b"\n")
-            self._writer.flush()
+        self._writer.write(text.encode("utf-8") + b"\n")
 
     def close(self) -> None:
         self._writer.close()
@@ -60,9 +58,9 @@ class LineChannel:
 class WebSocketChannel:
     """One message per WebSocket text frame over the child's pipes."""
 
-    def __init__(self, reader: Any, writer: Any) -> None:
+    def __init__(self, reader: Any, writer: ChildInput) -> None:
         self._writer = writer
-        self._pipe = WebSocketPipe(reader, writer)
+        self._pipe = WebSocketPipe(reader, writer)  # it needs only write() and flush()
 
     def open(self) -> None:
         self._pipe.handshake()

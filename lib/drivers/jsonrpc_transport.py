@@ -9,31 +9,31 @@ retained, so a waiter registered after its notification arrived is still satisfi
 
 There are no timeouts: a request or wait ends when the child answers, when the caller's
 cancel signal fires, or when the run ends. The child exiting, a malformed message, or
-`stop()` rejects everything pending with a clear error. stderr is drained into a short
-tail kept for error messages and is never copied to our own output. Each `start()`
+`stop()` rejects everything pending with a clear error. No write can hang the transport
+(see `child_input`): `stop()` gives up a write that waits on a child which stopped reading
+and kills that child at once, and a request cancelled while its message is half-written
+ends the run the same way (half a message cannot be taken back). stderr is drained into a
+short tail kept for error messages and is never copied to our own output. Each `start()`
 begins a fresh run: ids, pending calls and retained notifications of an earlier run are
 gone with it.
 """
 
 from __future__ import annotations
 
-import collections
-import itertools
 import json
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from lib.drivers.base import CancelSignal, DriverError
+from lib.drivers.base import CancelSignal
 from lib.drivers.child_channels import (
-    STDERR_TAIL_LINES,
-    Channel,
     LineChannel,
     WebSocketChannel,
     drain_stderr,
     reason_from_stderr,
 )
+from lib.drivers.child_input import ChildInput, WriteCancelled
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -42,71 +42,12 @@ from lib.drivers.jsonrpc_messages import (
     parse_message,
     predicate_matches,
 )
+from lib.drivers.jsonrpc_run import Run, Slot, wait_for
 from lib.drivers.websocket_pipe import WebSocketError
 
 Framing = Literal["lines", "websocket"]
 ServerRequestHandler = Callable[[str, Any], Any]
 NotificationListener = Callable[[Message], None]
-
-
-
-class _Slot:
-    """Where one pending request or notification wait gets its outcome."""
-
-    def __init__(self, predicate: Callable[[Message], bool] | None = None) -> None:
-        self.predicate = predicate
-        self.done = threading.Event()
-        self.value: Any = None
-        self.error: DriverError | None = None
-        self.sent = False
-
-    def resolve(self, value: Any = None, error: DriverError | None = None) -> None:
-        if not self.done.is_set():
-            self.value, self.error = value, error
-            self.done.set()
-
-
-class _Run:
-    """The state of one child process: replaced whole by every start()."""
-
-    def __init__(self, process: subprocess.Popen[bytes], channel: Channel, name: str, limit: int):
-        self.process = process
-        self.channel = channel
-        self.name = name
-        self.lock = threading.Lock()
-        self.ids = itertools.count(1)
-        self.pending: dict[int, _Slot] = {}
-        self.waiters: list[_Slot] = []
-        self.retained: collections.deque[Message] = collections.deque(maxlen=limit)
-        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self.failure: TransportClosed | None = None
-        self.opened = _Slot()
-        self.ended = threading.Event()
-        self.threads: list[threading.Thread] = []
-
-    def fail(self, failure: TransportClosed) -> None:
-        """End the run: every pending request and wait is rejected with `failure`."""
-        with self.lock:
-            if self.failure is not None:
-                return
-            self.failure = failure
-            pending, self.pending = list(self.pending.values()), {}
-            waiters, self.waiters = self.waiters, []
-        self.ended.set()
-        self.opened.resolve(error=failure)
-        for slot in pending:
-            slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
-        for slot in waiters:
-            slot.resolve(error=failure)
-
-
-def wait_for(event: threading.Event, signal: CancelSignal | None) -> None:
-    """Block until `event` is set; a fired `signal` raises Cancelled instead."""
-    if signal is None:
-        event.wait()
-        return
-    while not event.wait(0.05):
-        signal.raise_if_cancelled()
 
 
 class JsonRpcTransport:
@@ -122,7 +63,7 @@ class JsonRpcTransport:
         self.notification_limit = notification_limit
         self.on_server_request = on_server_request
         self.on_notification = on_notification
-        self._run: _Run | None = None
+        self._run: Run | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -146,8 +87,9 @@ class JsonRpcTransport:
             cwd=cwd,
         )
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
-        run = _Run(process, channel_class(process.stdout, process.stdin), self.name,
-                   self.notification_limit)
+        child_input = ChildInput(process.stdin)
+        run = Run(process, child_input, channel_class(process.stdout, child_input), self.name,
+                  self.notification_limit)
         self._run = run
         readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
         for target, args in readers:
@@ -165,17 +107,25 @@ class JsonRpcTransport:
             raise error
 
     def stop(self) -> None:
-        """End the current run: reject what is pending, close stdin, reap the child."""
+        """End the current run: reject what is pending, close stdin, reap the child.
+
+        Never waits on a write: one waiting for a child that stopped reading is given up
+        (it fails with `transport-stopped`) and that child is killed at once."""
         run, self._run = self._run, None
         if run is None:
             return
         run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped"))
+        hung = run.input.stop_waiting()
         try:
-            run.channel.close()
-        except (OSError, ValueError):
+            run.channel.close()  # a WebSocket close frame goes out only if it fits
+        except (OSError, ValueError, WebSocketError):
             pass
+        run.input.close()
         # Closing stdin makes Codex exit within milliseconds; escalate only if it does not.
-        for action in (None, run.process.terminate, run.process.kill):
+        # A child that is not reading will not see stdin close: it is killed straight away.
+        hung = hung or run.input.abandoned
+        steps = (run.process.kill,) if hung else (None, run.process.terminate, run.process.kill)
+        for action in steps:
             if action is not None:
                 action()
             try:
@@ -208,7 +158,7 @@ class JsonRpcTransport:
     def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None) -> Any:
         """Send a request and block until its result; raises RpcError or TransportClosed."""
         run = self._current()
-        slot = _Slot()
+        slot = Slot()
         with run.lock:
             if run.failure is not None:
                 raise TransportClosed(run.failure.code, run.failure.message)
@@ -220,8 +170,8 @@ class JsonRpcTransport:
         # that ends from here on cannot prove the request did not take effect.
         slot.sent = True
         try:
-            self._send(run, message)
-        except TransportClosed:
+            self._send(run, message, signal, sent=True)
+        except (TransportClosed, WriteCancelled):
             with run.lock:
                 run.pending.pop(request_id, None)
             raise
@@ -245,7 +195,7 @@ class JsonRpcTransport:
     ) -> Message:
         """The first retained or future notification that `predicate` accepts."""
         run = self._current()
-        slot = _Slot(predicate)
+        slot = Slot(predicate)
         with run.lock:
             for message in run.retained:
                 if predicate_matches(predicate, message):
@@ -272,16 +222,25 @@ class JsonRpcTransport:
 
     # -- internals -------------------------------------------------------------------
 
-    def _current(self) -> _Run:
+    def _current(self) -> Run:
         run = self._run
         if run is None:
             raise TransportClosed("transport-not-started", f"{self.name} is not running")
         return run
 
-    def _send(self, run: _Run, message: Message) -> None:
+    def _send(self, run: Run, message: Message, signal: CancelSignal | None = None, *,
+              sent: bool = False) -> None:
         text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         try:
-            run.channel.send(text)
+            with run.input.cancellable(signal):
+                run.channel.send(text)
+        except WriteCancelled as exc:
+            if exc.cut_short:  # the child holds half a message: this run cannot go on
+                run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped: a request "
+                                         "was cancelled in the middle of writing to it"))
+                run.input.close()
+                self._kill(run)
+            raise
         except (OSError, ValueError, WebSocketError):
             # A closed pipe usually means the child is exiting: give the reader a moment to
             # see the exit, so the error names the child's own reason.
@@ -289,9 +248,9 @@ class JsonRpcTransport:
             failure = run.failure or TransportClosed(
                 "transport-closed", f"{self.name} is not accepting input any more"
             )
-            raise TransportClosed(failure.code, failure.message) from None
+            raise TransportClosed(failure.code, failure.message, sent=sent) from None
 
-    def _read_messages(self, run: _Run) -> None:
+    def _read_messages(self, run: Run) -> None:
         try:
             run.channel.open()
         except (WebSocketError, OSError, ValueError) as exc:
@@ -326,7 +285,7 @@ class JsonRpcTransport:
             else:
                 self._deliver_notification(run, message)
 
-    def _deliver_response(self, run: _Run, message: Message) -> None:
+    def _deliver_response(self, run: Run, message: Message) -> None:
         with run.lock:
             slot = run.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
         if slot is None:
@@ -341,7 +300,7 @@ class JsonRpcTransport:
         else:
             slot.resolve(message.get("result"))
 
-    def _deliver_notification(self, run: _Run, message: Message) -> None:
+    def _deliver_notification(self, run: Run, message: Message) -> None:
         with run.lock:
             run.retained.append(message)
             matched = [slot for slot in run.waiters if predicate_matches(slot.predicate, message)]
@@ -353,7 +312,7 @@ class JsonRpcTransport:
         if listener is not None:
             listener(message)
 
-    def _answer(self, run: _Run, message: Message) -> None:
+    def _answer(self, run: Run, message: Message) -> None:
         handler = self.on_server_request
         reply: Message = {"jsonrpc": "2.0", "id": message["id"]}
         try:
@@ -370,7 +329,7 @@ class JsonRpcTransport:
         except TransportClosed:
             pass
 
-    def _exit_failure(self, run: _Run, detail: str | None) -> TransportClosed:
+    def _exit_failure(self, run: Run, detail: str | None) -> TransportClosed:
         try:
             code = run.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -386,8 +345,9 @@ class JsonRpcTransport:
         return TransportClosed("transport-closed", text)
 
     @staticmethod
-    def _kill(run: _Run) -> None:
-        # After a protocol fault the stream cannot be trusted: the child is ended.
+    def _kill(run: Run) -> None:
+        # After a protocol fault, or half a message written, the stream cannot be trusted:
+        # the child is ended.
         try:
             run.process.kill()
         except OSError:

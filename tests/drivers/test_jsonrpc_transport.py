@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from signal import SIGKILL
 
 import pytest
 
@@ -221,3 +222,83 @@ def test_the_reason_is_the_programs_last_error_paragraph_without_its_backtrace()
     assert reason_from_stderr(stderr) == (
         "Error: failed to connect to socket at /x.sock Caused by: No such file or directory (os error 2)"
     )
+
+
+# -- a child that stops reading its stdin ------------------------------------------------
+
+HANG_GUARD = 60  # seconds; only so a hang fails the test instead of stalling the suite
+LARGE_WRITE = "x" * (8 << 20)  # far more than a pipe holds (64 KiB by default, 1 MiB at most)
+
+
+def start_child_that_stops_reading(transport: JsonRpcTransport, framing: str) -> None:
+    transport.start(child_argv("stop-reading", websocket=framing == "websocket"), framing=framing)
+    transport.wait_for_notification(lambda n: n["method"] == "test/not-reading")
+
+
+def wait_that_never_matches(transport: JsonRpcTransport) -> tuple[threading.Thread, dict]:
+    looked = threading.Event()
+
+    def never_matches(note):
+        looked.set()  # seen under the lock that also registers the waiter
+        return False
+
+    thread, outcome = run_in_thread(transport.wait_for_notification, never_matches)
+    looked.wait()
+    return thread, outcome
+
+
+def block_a_large_write(transport: JsonRpcTransport, signal: CancelSignal | None = None):
+    """A request whose write provably blocks: the child announced it no longer reads, and
+    the write has found the pipe full and waits for room."""
+    thread, outcome = run_in_thread(transport.request, "large/write", {"text": LARGE_WRITE}, signal=signal)
+    assert transport._run.input.waiting_for_room.wait(HANG_GUARD), "the write never filled the pipe"
+    assert thread.is_alive()
+    return thread, outcome
+
+
+def finished(thread: threading.Thread) -> bool:
+    thread.join(HANG_GUARD)
+    return not thread.is_alive()
+
+
+@pytest.mark.parametrize("framing", ["lines", "websocket"])
+def test_fake_child_that_stops_reading_does_not_hang_stop_during_a_large_write(transport, framing):
+    start_child_that_stops_reading(transport, framing)
+    process = transport._run.process
+    waiter, waited = wait_that_never_matches(transport)
+    writer, written = block_a_large_write(transport)
+
+    stopper, stopped = run_in_thread(transport.stop)
+    assert finished(stopper), "stop() hung on the blocked write"
+    assert stopped == {"value": None}
+    # The child was killed at once: closing its stdin could never have ended it.
+    assert process.returncode == -SIGKILL
+
+    assert finished(writer)
+    error = written["error"]
+    assert isinstance(error, TransportClosed)
+    assert (error.code, error.sent) == ("transport-stopped", True)
+    assert finished(waiter)
+    assert waited["error"].code == "transport-stopped"
+
+
+@pytest.mark.parametrize("framing", ["lines", "websocket"])
+def test_fake_child_that_stops_reading_is_ended_when_its_blocked_write_is_cancelled(transport, framing):
+    start_child_that_stops_reading(transport, framing)
+    process = transport._run.process
+    waiter, waited = wait_that_never_matches(transport)
+    cancel = CancelSignal()
+    writer, written = block_a_large_write(transport, cancel)
+
+    cancel.cancel()
+    assert finished(writer), "the cancelled request hung on its blocked write"
+    assert isinstance(written["error"], Cancelled)
+    # Half the message is in the child's input, so the run cannot go on: the child is ended.
+    assert process.wait(timeout=HANG_GUARD) == -SIGKILL
+    assert not transport.running
+    assert finished(waiter)
+    assert waited["error"].code == "transport-stopped"
+    with pytest.raises(TransportClosed) as caught:
+        transport.request("after/cancel")
+    assert caught.value.code == "transport-stopped"
+    assert "cancelled in the middle of writing" in caught.value.message

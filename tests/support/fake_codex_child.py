@@ -19,6 +19,8 @@ It answers every request with `{"id": N, "result": {"echo": METHOD, "id": N, "pa
   exit-at-start     write a reason to stderr and exit with code 1 before reading anything
   silent            read everything, answer nothing
   hang-turn-start   never answer `turn/start`, but announce it with `test/hanging`
+  stop-reading      announce `test/not-reading`, then never read stdin again (nor exit),
+                    so a large enough write from the client fills the pipe and blocks
 In every mode `env/get` answers with the child's environment and working directory.
 
 With --websocket it speaks the server side of WebSocket over stdio (like the Codex proxy).
@@ -32,6 +34,7 @@ import json
 import os
 import struct
 import sys
+import threading
 
 FLOOD_LINE = b"FLOODED-STDERR-LINE " + b"x" * 100 + b"\n"
 
@@ -121,6 +124,10 @@ def main() -> None:
 
     def send(obj: dict) -> None:
         io.write(json.dumps(obj).encode())
+
+    if mode == "stop-reading":
+        send({"method": "test/not-reading", "params": {}})
+        threading.Event().wait()  # alive, holding its stdin open, never reading it
 
     while True:
         raw = io.read()
