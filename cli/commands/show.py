@@ -1,8 +1,9 @@
-"""`agentctl show KEY`: one published session's manifest, and its events."""
+"""`agentctl show KEY`: one published session as a transcript, its manifest, or its events."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import click
@@ -11,22 +12,27 @@ from cli.context import AppContext
 from lib.errors import NotFoundError
 from lib.fabric.session_reader import SessionNotFound
 from lib.pipeline.records import json_default, to_json_line
+from lib.transcript import DEFAULT_WIDTH, render_transcript
 
 
 @click.command("show")
 @click.argument("key")
 @click.option("--events", is_flag=True, help="Write the session's native events, one JSON line each.")
+@click.option("--json", "as_json", is_flag=True, help="The manifest as JSON even on a terminal.")
 @click.pass_obj
-def show_command(app: AppContext, key: str, events: bool) -> None:
+def show_command(app: AppContext, key: str, events: bool, as_json: bool) -> None:
     """Show the published session KEY (as `agentctl sessions` lists it).
 
-    Writes the manifest (summary, normalized messages, chunk descriptors) as one
-    JSON document, or with --events every native event, one per line, read one
-    chunk at a time.
+    On a terminal, a transcript: title, source, directory, branch, times and
+    status, then every message with its role and time (long tool output folded).
+    Piped or with --json, the manifest (summary, normalized messages, chunk
+    descriptors) as one JSON document. With --events, every native event, one JSON
+    line each, read one chunk at a time.
 
     \b
     Example:
         agentctl show codex/01a22a97-85da-7782-be82-6201c96deaee
+        agentctl show codex/01a22a97-85da-7782-be82-6201c96deaee --json | jq .summary
         agentctl show codex/01a22a97-85da-7782-be82-6201c96deaee --events | jq .id
     """
     workspace = app.workspace
@@ -36,13 +42,18 @@ def show_command(app: AppContext, key: str, events: bool) -> None:
         )
     reader = workspace.session_reader()
     try:
-        manifest = reader.manifest(key)
+        row = reader.row(key)
+        manifest = reader.manifest_of(row)
     except SessionNotFound as exc:
         raise SessionNotFound(exc.code, f"{exc.message}; `agentctl sessions` lists the keys") from None
-    if not events:
-        indent = 2 if sys.stdout.isatty() else None
-        click.echo(json.dumps(manifest, ensure_ascii=False, indent=indent, default=json_default))
+    if events:
+        for _part, event in reader.events(manifest):
+            sys.stdout.write(to_json_line(event))
+        sys.stdout.flush()
         return
-    for _part, event in reader.events(manifest):
-        sys.stdout.write(to_json_line(event))
-    sys.stdout.flush()
+    terminal = sys.stdout.isatty()
+    if as_json or not terminal:
+        click.echo(json.dumps(manifest, ensure_ascii=False, indent=2 if terminal else None, default=json_default))
+        return
+    width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    click.echo("\n".join(render_transcript(manifest, row, width=width)))

@@ -48,9 +48,13 @@ class SessionReader:
 
     def manifest(self, key: str) -> dict[str, Any]:
         """One session's manifest, hydrated except for its chunk links."""
-        link = self.row(key).get("manifest")
+        return self.manifest_of(self.row(key))
+
+    def manifest_of(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The manifest an index row links to (`row` as `row(key)` returns it)."""
+        link = row.get("manifest")
         if not isinstance(link, Link):
-            raise SessionNotFound("session-not-found", f"session {key!r} has no manifest link")
+            raise SessionNotFound("session-not-found", f"session {row.get('key')!r} has no manifest link")
         value = read_graph_value(self.store, self.space, link.id, preserve_link_fields=MANIFEST_PRESERVED_FIELDS)
         return parse_manifest(value)
 

@@ -1,11 +1,17 @@
-"""Run `agentctl` as a real process, alone or as a real pipeline of processes."""
+"""Run `agentctl` as a real process, alone, on a pseudo-terminal, or as a real pipeline of processes."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,3 +91,40 @@ def write_codex_config(path: Path, codex_home: Path, source_id: str = "codex") -
         f'codexHome = "{codex_home}"\ncodexBin = "{CODEX_BIN}"\n'
     )
     return path
+
+
+def run_on_terminal(args: list[str], env: dict[str, str], columns: int = 80, timeout: float = 300) -> Run:
+    """Run `agentctl` with stdout and stderr on a pseudo-terminal of `columns` columns
+    (stdin is /dev/null); what the terminal showed comes back as `stdout`, newlines
+    as `\\n` (the terminal's `\\r\\n` undone)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}  # the terminal's size decides
+    try:
+        proc = subprocess.Popen([AGENTCTL, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env)
+        os.close(follower)
+        follower = -1
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                raise TimeoutError(f"agentctl {' '.join(args)} did not finish in {timeout} s")
+            ready, _, _ = select.select([leader], [], [], left)
+            if not ready:
+                continue
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: every copy of the follower is closed, the process is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        returncode = proc.wait(timeout=timeout)
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    shown = b"".join(chunks).decode("utf-8", errors="replace").replace("\r\n", "\n")
+    return Run(returncode, shown, "")
