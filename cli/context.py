@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from lib.workspace import Workspace
 
@@ -15,9 +15,23 @@ T = TypeVar("T")
 
 @dataclass
 class AppContext:
+    """`settings` are the Workspace's arguments as the global options gave them; the
+    Workspace is opened when a command first asks for it, after every option is in."""
+
     verbose: int = 0
     quiet: bool = False
-    workspace: Workspace = field(init=False)
+    settings: dict[str, Any] = field(default_factory=dict)
+    _workspace: Workspace | None = field(default=None, init=False, repr=False)
+
+    @property
+    def workspace(self) -> Workspace:
+        if self._workspace is None:
+            self._workspace = Workspace(**self.settings, notify=self.say)
+        return self._workspace
+
+    def close(self) -> None:
+        if self._workspace is not None:
+            self._workspace.close()
 
     def progress(self, iterable: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
         """A tqdm bar on stderr, only when stderr is a terminal and not --quiet."""

@@ -156,8 +156,13 @@ def _parse_source(source_id: str, table: Any, path: Path) -> AgentSourceConfig:
         if isinstance(values.get(key), str):
             values[key] = os.path.expanduser(values[key])
     try:
-        return AgentSourceConfig.model_validate({"id": source_id, **values})
+        source = AgentSourceConfig.model_validate({"id": source_id, **values})
     except ValidationError as exc:
         first = exc.errors()[0]
         field_name = ".".join(str(part) for part in first["loc"]) or "source"
         raise ConfigError(f"{where}: {field_name}: {first['msg']}") from None
+    if source.driver == "acp" and not source.command:
+        # An ACP agent is whatever program the user runs: there is no default to derive.
+        raise ConfigError(f"{where}: an acp source needs 'command', the agent program and its "
+                          f'arguments (e.g. command = ["my-agent", "--acp"])')
+    return source

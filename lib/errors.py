@@ -37,6 +37,15 @@ class CodedError(Exception):
         if exit_code is not None:
             self.exit_code = exit_code
 
+    def reworded(self, message: str) -> CodedError:
+        """The same error (class, code, exit code) with another message, e.g. with the
+        context a caller adds; the exit code still comes from the error, not the caller."""
+        other = self.__class__.__new__(self.__class__)
+        other.__dict__.update(self.__dict__)
+        other.args = (message,)
+        other.message = message
+        return other
+
 
 class UsageError(CodedError):
     """Options, arguments, configuration or input the user must change."""

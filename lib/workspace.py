@@ -190,10 +190,11 @@ class Workspace:
         return self.source_config(source_id).driver
 
     def sync_sources(self, names: tuple[str, ...] | list[str] = ()) -> list[str]:
-        """The sources a sync collects: those named, else the enabled configured ones;
-        with no configuration file, the built-in sources whose homes exist here."""
+        """The sources a sync collects, by normalized id, each once: those named (in any
+        spelling), else the enabled configured ones; with no configuration file, the
+        built-in sources whose homes exist here."""
         if names:
-            return [normalize_source_id(self.source_config(name).id) for name in names]
+            return list(dict.fromkeys(normalize_source_id(self.source_config(name).id) for name in names))
         if self.config.from_file:
             found = [normalize_source_id(s.id) for s in self.config.enabled_sources()]
             if not found:

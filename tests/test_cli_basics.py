@@ -17,12 +17,14 @@ from lib.types import AgentSourceConfig, PromptInput, StartInput
 from tests.support.cli import AGENTCTL, REPO, agentctl_env, run
 
 
-def test_every_subcommand_help_shows_an_example(tmp_path):
+def test_every_subcommand_help_shows_an_example_and_the_global_options(tmp_path):
     env = agentctl_env(tmp_path)
     for command in COMMANDS:
         result = run([command.name, "--help"], env)
         assert result.returncode == 0, command.name
         assert "Example:" in result.stdout, command.name
+        for option in ("--config", "--store", "--space", "--identity", "--state-dir", "-v, --verbose", "-q, --quiet"):
+            assert option in result.stdout, (command.name, option)
 
 
 def test_the_readme_documents_every_subcommand():

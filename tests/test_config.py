@@ -3,8 +3,9 @@ from pathlib import Path
 import pytest
 
 from lib.config import ConfigError, check_unique_source_ids, load_config
-from lib.drivers.base import DriverUnavailable
+from lib.drivers.base import DriverNotInstalled, DriverUnavailable
 from lib.drivers.registry import create_driver
+from lib.errors import ExitCode
 from lib.types import AgentSourceConfig
 
 
@@ -96,6 +97,22 @@ def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_
     with pytest.raises(DriverUnavailable) as info:
         create_driver(AgentSourceConfig(id="claude", driver="claude-agent-sdk"))
     assert info.value.code == "driver-not-available"
+
+
+def test_a_driver_agentctl_does_not_have_is_a_usage_error_and_a_missing_program_a_failure():
+    with pytest.raises(DriverNotInstalled) as not_built:
+        create_driver(AgentSourceConfig(id="Claude", driver="claude-agent-sdk"))
+    # the configuration's types refuse an unknown driver; a host's own config may not
+    with pytest.raises(DriverNotInstalled) as unknown:
+        create_driver(AgentSourceConfig.model_construct(id="x", driver="gemini"))
+    assert unknown.value.code == "unknown-driver" and "'gemini'" in unknown.value.message
+    assert not_built.value.exit_code == unknown.value.exit_code == ExitCode.USAGE
+    assert "source claude" in not_built.value.message and "claude-agent-sdk" in not_built.value.message
+    missing = DriverUnavailable("program-not-found", "no codex")
+    assert missing.exit_code == ExitCode.FAILURE
+    told = missing.reworded("source codex cannot start: no codex")
+    assert type(told) is DriverUnavailable and told.code == "program-not-found"
+    assert (told.message, str(told), told.exit_code) == ("source codex cannot start: no codex",) * 2 + (1,)
 
 
 def test_source_ids_are_trimmed_with_javascripts_whitespace_set_like_session_keys():

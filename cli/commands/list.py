@@ -10,7 +10,6 @@ from cli.context import AppContext
 from cli.errors import exit_for
 from cli.table import print_table
 from lib.drivers.base import DriverError
-from lib.errors import CodedError
 from lib.pipeline.listing import list_source
 from lib.pipeline.records import Item, JsonLinesSink, RecordSink, data_of, kind_of
 
@@ -38,7 +37,7 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
     try:
         driver.start()
     except DriverError as exc:
-        raise CodedError(exc.code, f"source {driver.source.id} cannot start: {exc.message}") from None
+        raise exc.reworded(f"source {driver.source.id} cannot start: {exc.message}") from None
     table = as_json is False and sys.stdout.isatty()
     sink = SessionTable(app) if table else JsonLinesSink()
     try:

@@ -10,6 +10,7 @@ from cli.context import AppContext
 from cli.table import print_table
 from lib.fabric.session_index import row_order
 from lib.pipeline.records import JsonLinesSink
+from lib.types import normalize_source_id
 
 STATUSES = ("complete", "partial", "stale", "deleted")
 
@@ -37,7 +38,7 @@ def sessions_command(app: AppContext, sources, statuses, repo, recent, as_json) 
     workspace = app.workspace
     index = workspace.session_reader().index("recent" if recent else "all") if workspace.store_exists() else None
     rows = index.sessions if index else []
-    wanted_sources = {s.strip().lower() for s in sources}
+    wanted_sources = {normalize_source_id(s) for s in sources}
     wanted_statuses = set(statuses) or {"complete", "partial", "stale"}
     rows = [
         row for row in rows

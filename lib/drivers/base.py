@@ -11,7 +11,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
-from lib.errors import CodedError
+from lib.errors import CodedError, ExitCode
 from lib.types import (
     AgentSourceConfig,
     CommandExecutionOptions,
@@ -35,7 +35,16 @@ class DriverError(CodedError):
 
 
 class DriverUnavailable(DriverError):
-    """The driver cannot start here (program missing, driver not built)."""
+    """The driver cannot start here: its program is missing or cannot run. A failure
+    (exit 1): the configuration may be right and this machine not ready yet."""
+
+
+class DriverNotInstalled(DriverUnavailable):
+    """The source names a driver this agentctl does not have (unknown, or not built into
+    this version): a usage error (exit 2), the user must change the configuration or
+    install an agentctl that has the driver."""
+
+    exit_code = ExitCode.USAGE
 
 
 class Cancelled(DriverError):

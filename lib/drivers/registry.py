@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from lib.drivers.base import AgentDriver, DriverUnavailable
+from lib.drivers.base import AgentDriver, DriverNotInstalled, DriverUnavailable
 from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 # driver kind -> (module, class). Modules are imported only when that driver is created,
@@ -31,21 +31,25 @@ def describe_source(config: AgentSourceConfig) -> SourceDescriptor:
 
 
 def driver_class(config: AgentSourceConfig) -> type[AgentDriver]:
-    """The class serving `config.driver`, importing only its module."""
+    """The class serving `config.driver`, importing only its module; DriverNotInstalled
+    (a usage error) when this agentctl does not have it."""
+    source_id = normalize_source_id(config.id)
     try:
         module_name, class_name = DRIVER_CLASSES[config.driver]
     except KeyError:
-        raise DriverUnavailable(
-            "unknown-driver", f"unknown driver {config.driver!r} for source {config.id}"
+        raise DriverNotInstalled(
+            "unknown-driver",
+            f"source {source_id} names the unknown driver {config.driver!r}; "
+            f"use one of {', '.join(DRIVER_CLASSES)}",
         ) from None
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        raise DriverUnavailable(
+        raise DriverNotInstalled(
             "driver-not-available",
-            f"the {config.driver} driver is not available in this version of agentctl "
-            f"(source {normalize_source_id(config.id)})",
+            f"source {source_id} uses the {config.driver} driver, which this version of agentctl "
+            f"does not have; disable the source (enabled = false) or install an agentctl that has it",
         ) from None
     return getattr(module, class_name)
