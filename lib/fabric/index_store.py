@@ -95,6 +95,15 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     return prior
 
 
+def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
+    """No index or ordering cell moved since `prior` was read (three reads, no rows)."""
+    for cell, seen in prior.versions.items():
+        document = target.store.read(target.space, cell)
+        if (document.seq if document is not None else 0) != seen:
+            return False
+    return True
+
+
 def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str, Link]:
     """The stored cell of each valid prior row: the root's link at the row's position."""
     links = stored.get("sessions") if isinstance(stored, dict) else None

@@ -9,9 +9,12 @@
         summary = pub.commit()                # both indexes and the ordering, one transaction
 
 Only rows (shallow, at most 12 message previews each) stay in memory, never a
-transcript, so memory is bounded by the largest session. The publication holds the
-publish lock from creation to commit or abort; leaving the `with` block without
-committing publishes no index (graphs already written stay unreachable).
+transcript, so memory is bounded by the largest session. The publish lock is held only
+to read the prior index (at creation) and to commit the new one: session graphs are
+content-addressed and written without it, so a long collection does not hold up
+another publication. What this one observed is kept as intents and resolved at commit
+against the index as it is then (publication_resolve.py). Leaving the `with` block
+without committing publishes no index (graphs already written stay unreachable).
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from typing import Any
 
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
-from lib.fabric.index_store import IndexCells, PriorIndex, commit_indexes, read_prior
-from lib.fabric.ordering import OrderingState
+from lib.fabric.index_store import (
+    IndexCells,
+    PriorIndex,
+    commit_indexes,
+    prior_is_current,
+    read_prior,
+)
+from lib.fabric.publication_resolve import Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
     PreparedLike,
@@ -33,6 +42,7 @@ from lib.fabric.publication_results import (
 )
 from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
+from lib.fabric.store_lock import StoreLock
 from lib.git_context import GitObservation
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
@@ -49,7 +59,7 @@ class Publication:
         allocate_sequence: Callable[[], int],
         preserve_untouched_status: bool,
         checkout_directories: Sequence[str] | None,
-        release: Callable[[], None],
+        lock: StoreLock,
     ) -> None:
         self._graphs = graphs
         self._cells = cells
@@ -57,16 +67,15 @@ class Publication:
         self._allocate = allocate_sequence
         self._preserve = preserve_untouched_status
         self._directories = None if checkout_directories is None else list(checkout_directories)
-        self._release = release
+        self._lock = lock
         self._checkouts = CheckoutObserver(git)
         self._closed = False
-        self.prior: PriorIndex = read_prior(graphs, cells)
+        with lock:  # a consistent prior: no index commit lands while it is read
+            self.prior: PriorIndex = read_prior(graphs, cells)
         self._ordering = self.prior.ordering
-        self._recorded = OrderingState()
-        self._rows: dict[str, dict[str, Any]] = {}
-        self._status_changes: dict[str, str] = {}
+        self._touches: dict[str, Touch] = {}
+        self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
-        self._source_rows: dict[str, dict[str, Any]] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
 
     # -- sources ---------------------------------------------------------------------
@@ -112,46 +121,10 @@ class Publication:
         if source is None:
             raise PublicationError("source-not-begun", f"end_source for a source never begun: {sid}")
         source.ended = True
-        now = self._now()
-        if outcome is None:
-            prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
-            self._write_source_row(source, lambda: source.targeted_row(prior, now))
-            return
-        for error in outcome.get("errors") or []:
-            source.record_error(error)
-        inventory_complete = source.inventory_complete(outcome)
-        listed = set(outcome.get("listedSessionIds") or [])
-        for key, prior in self.prior.rows.items():
-            if prior["sourceId"] != sid or key in self._rows:
-                continue
-            if self._ordering.keeps_newer(key, source.sequence):
-                self._rows[key] = dict(prior)  # a newer observation has it: keep it whole
-            elif inventory_complete and prior["nativeSessionId"] not in listed:
-                self._rows[key] = idx.deleted(prior, now)
-                if prior.get("status") != "deleted":
-                    self._recorded.record_session(key, source.sequence)
-            else:
-                self._rows[key] = idx.untouched(prior, preserve_status=self._preserve)
-            self._note_status_change(key, prior)
-        if inventory_complete:
-            self._recorded.record_complete_source(sid, source.sequence)
-        self._write_source_row(source, lambda: source.verdict_row(outcome, now))
-
-    def _write_source_row(self, source: SourceState, row: Callable[[], dict[str, Any]]) -> None:
-        """The source's row, unless a newer observation wrote it already."""
-        sid = source.source_id
-        if self._ordering.keeps_newer_source_row(sid, source.sequence):
-            prior = next((r for r in self.prior.sources if r["sourceId"] == sid), None)
-            if prior is not None:
-                self._source_rows[sid] = dict(prior)
-            return
-        self._source_rows[sid] = row()
-        self._recorded.record_source_row(sid, source.sequence)
-
-    def _note_status_change(self, key: str, prior: Mapping[str, Any]) -> None:
-        status = self._rows[key]["status"]
-        if status != prior.get("status"):
-            self._status_changes[key] = status
+        if outcome is not None:
+            for error in outcome.get("errors") or []:
+                source.record_error(error)
+        self._verdicts[sid] = Verdict(source, outcome, self._now())
 
     # -- sessions --------------------------------------------------------------------
 
@@ -164,7 +137,7 @@ class Publication:
         if self._ordering.keeps_newer(key, source.sequence) or not self._ordering.may_add(
             prepared.source_id, source.sequence, has_live_row=prior is not None and idx.is_live(prior)
         ):
-            return self._keep_newer(key, prior)
+            return self._keep_newer(key, source, prior)
         source.read += 1
         driver = prepared.driver or source.descriptor["driver"]
         summary_wire = dict(prepared.summary)
@@ -212,7 +185,7 @@ class Publication:
             self._counts["written"] += 1
             self._counts["cells"] += write.cells_written
         status = idx.read_status(prepared.complete)
-        self._rows[key] = idx.session_row(
+        row = idx.session_row(
             key=key,
             source_id=prepared.source_id,
             native_session_id=prepared.native_session_id,
@@ -226,7 +199,7 @@ class Publication:
             status=status,
             observed_at=now,
         )
-        self._recorded.record_session(key, source.sequence)
+        self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
         return PublishedOutcome(key, action, status)
 
     def add_retained(
@@ -245,7 +218,7 @@ class Publication:
         key = session_key(source_id, wire["nativeSessionId"])
         prior = self.prior.rows.get(key)
         if self._ordering.keeps_newer(key, source.sequence):
-            return self._keep_newer(key, prior)
+            return self._keep_newer(key, source, prior)
         if prior is not None and self._backed(prior, source):
             source.retained += 1
             row = idx.refreshed_row(
@@ -253,8 +226,7 @@ class Publication:
                 capabilities=source.capabilities,
                 metadata=self._checkouts.observe(wire.get("cwd") or prior.get("cwd")),
             )
-            self._rows[key] = idx.with_status(row, "complete")
-            self._recorded.record_session(key, source.sequence)
+            self._touches[key] = Touch(source.source_id, source.sequence, "row", idx.with_status(row, "complete"))
             return PublishedOutcome(key, "retained", "complete")
         source.unbacked = True
         source.record_error(
@@ -266,7 +238,7 @@ class Publication:
                 "nativeSessionId": wire.get("nativeSessionId"),
             },
         )
-        return self._mark_partial(key, prior, "retained-unbacked")
+        return self._mark_partial(key, source, prior, "retained-unbacked")
 
     def add_error(
         self,
@@ -288,68 +260,61 @@ class Publication:
         key = session_key(source_id, native_session_id)
         prior = self.prior.rows.get(key)
         if self._ordering.keeps_newer(key, source.sequence):
-            return self._keep_newer(key, prior)
-        return self._mark_partial(key, prior, "failed")
+            return self._keep_newer(key, source, prior)
+        return self._mark_partial(key, source, prior, "failed")
 
     # -- commit ----------------------------------------------------------------------
 
     def commit(self) -> PublicationSummary:
-        """Write both indexes and the ordering state in one transaction; release the lock."""
+        """Take the publish lock, resolve this publication's intents against the index as
+        it is now, and write both indexes and the ordering state in one transaction."""
         self._check_open()
         try:
             for sid, source in self._sources.items():
                 if not source.ended:
                     self.end_source(None, sid)
-            # Rows of sources this publication did not collect in full (other sources,
-            # targeted refreshes) stay as they are: only an inventory verdict changes them.
-            for key, prior in self.prior.rows.items():
-                if key not in self._rows:
-                    self._rows[key] = dict(prior)
-            sources = {**{r["sourceId"]: r for r in self.prior.sources}, **self._source_rows}
-            generated_at = self._clock()
-            generation = self.prior.generation + 1
-            recent, complete = idx.index_values(
-                owner_did=self._graphs.owner,
-                generated_at=generated_at,
-                generation=generation,
-                sessions=self._rows.values(),
-                sources=sources.values(),
-                checkouts=self._checkouts.rows(
-                    live_roots=[
-                        r["gitWorktreeRoot"]
-                        for r in self._rows.values()
-                        if idx.is_live(r) and r.get("gitWorktreeRoot")
-                    ],
-                    prior=self.prior.checkouts,
-                    directories=self._directories,
-                ),
-            )
-            ordering = self._ordering.merged(self._recorded)
-            cells = commit_indexes(
-                self._graphs, self._cells, self.prior, recent, complete, ordering
-            )
+            with self._lock:
+                prior = self.prior if prior_is_current(self._graphs, self._cells, self.prior) else read_prior(
+                    self._graphs, self._cells
+                )
+                resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve)
+                rows = resolved.rows
+                sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
+                generation = prior.generation + 1
+                recent, complete = idx.index_values(
+                    owner_did=self._graphs.owner,
+                    generated_at=self._clock(),
+                    generation=generation,
+                    sessions=rows.values(),
+                    sources=sources.values(),
+                    checkouts=self._checkouts.rows(
+                        live_roots=[r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")],
+                        prior=prior.checkouts,
+                        directories=self._directories,
+                    ),
+                )
+                ordering = prior.ordering.merged(resolved.recorded)
+                cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering)
         finally:
             self.close()
-        live = [r for r in self._rows.values() if idx.is_live(r)]
+        live = [r for r in rows.values() if idx.is_live(r)]
         return PublicationSummary(
             generation=generation,
             session_count=len(live),
-            statuses={k: r["status"] for k, r in sorted(self._rows.items())},
+            statuses={k: r["status"] for k, r in sorted(rows.items())},
             sources=list(sources.values()),
             written=self._counts["written"],
             unchanged=self._counts["unchanged"],
             cells_written=self._counts["cells"] + cells,
             status_changes=[
                 PublishedOutcome(key, status, status)  # type: ignore[arg-type]
-                for key, status in sorted(self._status_changes.items())
+                for key, status in sorted(resolved.status_changes.items())
             ],
         )
 
     def close(self) -> None:
-        """Abort (when not committed) and release the publish lock."""
-        if not self._closed:
-            self._closed = True
-            self._release()
+        """Abort (when not committed): no index is written."""
+        self._closed = True
 
     def __enter__(self) -> Publication:
         return self
@@ -387,18 +352,15 @@ class Publication:
         document = self._graphs.store.read(self._graphs.space, prior["manifest"].id)
         return document is not None and isinstance(document.value, dict) and document.value.get("complete") is True
 
-    def _keep_newer(self, key: str, prior: Mapping[str, Any] | None) -> PublishedOutcome:
-        if prior is not None:
-            self._rows[key] = dict(prior)
+    def _keep_newer(self, key: str, source: SourceState, prior: Mapping[str, Any] | None) -> PublishedOutcome:
+        self._touches[key] = Touch(source.source_id, source.sequence, "keep")
         return PublishedOutcome(key, "skipped-newer", prior.get("status") if prior else None)
 
     def _mark_partial(
-        self, key: str, prior: Mapping[str, Any] | None, action: Action
+        self, key: str, source: SourceState, prior: Mapping[str, Any] | None, action: Action
     ) -> PublishedOutcome:
-        if prior is None:
-            return PublishedOutcome(key, action, None)
-        self._rows[key] = idx.with_status(prior, "partial")
-        return PublishedOutcome(key, action, "partial")
+        self._touches[key] = Touch(source.source_id, source.sequence, "partial")
+        return PublishedOutcome(key, action, "partial" if prior is not None else None)
 
 
 def _plain(message: Any) -> dict[str, Any]:

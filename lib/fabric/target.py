@@ -8,10 +8,10 @@
         pub.commit()
     target.publish_health({...})
 
-Publications are serialised by the publish lock, `store.lock(space, "publish")`: one
+Index commits are serialised by the publish lock, `store.lock(space, "publish")`: one
 object per target (threads of this process take turns) that every process using the
-store shares (processes take turns). A publication holds it from creation to commit or
-close, in the thread that created it. Opening only reads unless a root is missing; a
+store shares (processes take turns). A publication holds it only while it reads the
+prior index and while it commits the new one. Opening only reads unless a root is missing; a
 read-only target never writes and never waits for a writer.
 """
 
@@ -267,7 +267,8 @@ class FabricTarget:
         preserve_untouched_status: bool = False,
         checkout_directories: Sequence[str] | None = None,
     ) -> Publication:
-        """A streaming publication holding the publish lock until commit or close.
+        """A streaming publication. It takes the publish lock to read the prior index and
+        again to commit (waiting up to the lock's timeout each time), never in between.
 
         `git`: the run's Git observation (shared with its reads, so a directory is
         resolved once); by default a new one. `checkout_directories`: None keeps the
@@ -275,21 +276,16 @@ class FabricTarget:
         scan and replaces them.
         """
         self._writable("publish")
-        self.lock.acquire()
-        try:
-            return Publication(
-                graphs=self.graphs,
-                cells=self.cells,
-                git=git or self.resolver.begin_observation(),
-                clock=self.clock,
-                allocate_sequence=self.begin_session_observation,
-                preserve_untouched_status=preserve_untouched_status,
-                checkout_directories=checkout_directories,
-                release=self.lock.release,
-            )
-        except BaseException:
-            self.lock.release()
-            raise
+        return Publication(
+            graphs=self.graphs,
+            cells=self.cells,
+            git=git or self.resolver.begin_observation(),
+            clock=self.clock,
+            allocate_sequence=self.begin_session_observation,
+            preserve_untouched_status=preserve_untouched_status,
+            checkout_directories=checkout_directories,
+            lock=self.lock,
+        )
 
     def publish_health(self, value: Mapping[str, Any]) -> None:
         """Replace the health record with a host-defined value under the health schema.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from lib.drivers.base import DriverError
@@ -14,6 +13,8 @@ from tests.fabric.target_helpers import (
     hydrate,
     index,
     make_env,
+    outcome,
+    prepared,
     publish,
     rows,
     snapshot,
@@ -65,27 +66,49 @@ def test_publish_health_writes_the_host_value_under_the_health_schema(tmp_path: 
     assert hydrate(target, target.health_cell_id())["state"] == "degraded"
 
 
-def test_a_second_publication_waits_until_the_open_one_commits(tmp_path: Path) -> None:
+def test_a_slow_publication_and_a_quick_one_overlap_and_both_land(tmp_path: Path) -> None:
+    """The publish lock is held only to read the prior index and to commit: a quick
+    publication commits while a slow one is still writing graphs, without waiting, and
+    the slow one's commit keeps what the quick one published."""
     env = make_env(tmp_path)
-    waiting = threading.Event()
-    first = env.target()
-    second = env.target(on_lock_wait=lambda holder: waiting.set())
-    order: list[str] = []
+    slow_target = env.target()
+    quick_target = env.target(lock_timeout=0)  # it would fail at once if it had to wait
+    publish(slow_target, descriptor("claude", "claude-agent-sdk"), [snapshot("c-old")])
 
-    pub = first.publication()
-    pub.begin_source(descriptor(), None)
+    slow = slow_target.publication()
+    slow.begin_source(descriptor(), None)
+    slow.add_prepared(prepared(descriptor(), snapshot("s1")))  # its graph is written now
+    assert not slow_target.lock.held
 
-    def other() -> None:
-        publish(second, descriptor(), [snapshot("from-second")])
-        order.append("second committed")
+    quick, _ = publish(quick_target, descriptor("claude", "claude-agent-sdk"), [snapshot("c-new")])
+    assert quick.generation == 2
 
-    worker = threading.Thread(target=other)
-    worker.start()
-    assert waiting.wait(GUARD)
-    pub.end_source({"sourceId": "codex", "inventoryComplete": True, "listedSessionIds": []})
-    pub.commit()
-    order.append("first committed")
-    worker.join(GUARD)
+    slow.add_prepared(prepared(descriptor(), snapshot("s2")))
+    slow.end_source(outcome("codex", ["s1", "s2"]))
+    summary = slow.commit()
 
-    assert order == ["first committed", "second committed"]
-    assert index(first)["generation"] == 2
+    assert summary.generation == 3
+    assert {k: r["status"] for k, r in rows(slow_target).items()} == {
+        "claude/c-old": "deleted",  # the quick publication's verdict, kept by the slow one
+        "claude/c-new": "complete",
+        "codex/s1": "complete",
+        "codex/s2": "complete",
+    }
+
+
+def test_an_older_slow_publication_keeps_what_a_newer_one_committed_while_it_ran(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    publish(target, descriptor(), [snapshot("s1"), snapshot("s2")])
+
+    older = target.publication()
+    older.begin_source(descriptor(), None)  # its sequence is older than the refresh below
+    older.add_prepared(prepared(descriptor(), snapshot("s1", messages=3)))
+    newer, _ = publish(env.target(), descriptor(), [snapshot("s1", messages=5)], listed=["s1"],
+                       inventory_complete=False)  # s2 untouched: stale
+    older.end_source(outcome("codex", ["s1"]))  # a complete inventory without s2
+    summary = older.commit()
+
+    s1 = rows(target)["codex/s1"]
+    assert s1["snapshotHash"] == prepared(descriptor(), snapshot("s1", messages=5)).snapshot_hash
+    assert summary.statuses == {"codex/s1": "complete", "codex/s2": "deleted"}

@@ -35,7 +35,7 @@ def test_the_target_lock_is_the_stores_publish_lock_beside_the_database(tmp_path
     target = env.target()
     assert target.lock.name == PUBLISH_LOCK and target.lock.space == SPACE
     assert target.lock.where.startswith(str(lock_directory_for(tmp_path / "fabric.db")))
-    with target.publication():
+    with target.lock:
         with pytest.raises(PublishLockHeld) as caught:
             publish_lock(env.store, SPACE, timeout=0).acquire()
         assert caught.value.holder["pid"] == os.getpid()

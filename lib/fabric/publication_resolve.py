@@ -1,0 +1,131 @@
+"""What a publication's rows become, decided at commit against the freshest index.
+
+A publication holds the publish lock only to read the prior index and to commit the
+new one; its session graphs are written in between, without it. Another publication
+may commit meanwhile, so what this one observed is kept as intents, not final rows:
+
+- a `Touch` per session it observed: its own new row (read or retained), "partial"
+  (a failed read marks whatever row is there), or "keep" (a newer observation had it);
+- a `Verdict` per source whose collection ended: the inventory outcome (None for a
+  targeted refresh, which changes no other row).
+
+`resolve` turns them into rows and source rows against the index read under the lock
+at commit, applying the ordering rules (ordering.py) to that index's ordering state:
+so a newer observation committed meanwhile is never undone, and untouched rows are
+judged as they are now, not as they were when the publication began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lib.fabric import session_index as idx
+from lib.fabric.index_store import PriorIndex
+from lib.fabric.ordering import OrderingState
+from lib.fabric.source_status import SourceState
+
+
+@dataclass
+class Touch:
+    source_id: str
+    sequence: int
+    kind: Literal["row", "partial", "keep"]
+    row: dict[str, Any] | None = None
+
+
+@dataclass
+class Verdict:
+    source: SourceState
+    outcome: Mapping[str, Any] | None  # None: a targeted refresh (no inventory verdict)
+    observed_at: str
+
+
+@dataclass
+class Resolution:
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recorded: OrderingState = field(default_factory=OrderingState)
+    status_changes: dict[str, str] = field(default_factory=dict)  # untouched rows only
+
+
+def resolve(
+    prior: PriorIndex,
+    touches: Mapping[str, Touch],
+    verdicts: Mapping[str, Verdict],
+    *,
+    preserve_untouched_status: bool,
+) -> Resolution:
+    out = Resolution()
+    ordering = prior.ordering
+    for key, touch in touches.items():
+        row = _touched_row(prior.rows.get(key), key, touch, ordering)
+        if row is not None:
+            out.rows[key] = row
+            if touch.kind == "row" and row is touch.row:
+                out.recorded.record_session(key, touch.sequence)
+    for sid, verdict in verdicts.items():
+        if verdict.outcome is not None:
+            _judge_untouched(prior, touches, verdict, out, preserve=preserve_untouched_status)
+        _source_row(prior, sid, verdict, out, ordering)
+    # Rows of sources this publication did not collect in full (other sources, targeted
+    # refreshes) stay as they are: only an inventory verdict changes them.
+    for key, row in prior.rows.items():
+        out.rows.setdefault(key, dict(row))
+    return out
+
+
+def _touched_row(
+    fresh: Mapping[str, Any] | None, key: str, touch: Touch, ordering: OrderingState
+) -> dict[str, Any] | None:
+    """The row of a session this publication observed, or the fresh row it must keep."""
+    kept = dict(fresh) if fresh is not None else None
+    if touch.kind == "keep" or ordering.keeps_newer(key, touch.sequence):
+        return kept
+    if touch.kind == "partial":
+        return idx.with_status(fresh, "partial") if fresh is not None else None
+    live = fresh is not None and idx.is_live(fresh)
+    if not ordering.may_add(touch.source_id, touch.sequence, has_live_row=live):
+        return kept
+    return touch.row
+
+
+def _judge_untouched(
+    prior: PriorIndex, touches: Mapping[str, Touch], verdict: Verdict, out: Resolution, *, preserve: bool
+) -> None:
+    """The inventory verdict on the source's rows this publication did not observe."""
+    source, outcome = verdict.source, verdict.outcome
+    assert outcome is not None
+    inventory_complete = source.inventory_complete(outcome)
+    listed = set(outcome.get("listedSessionIds") or [])
+    for key, row in prior.rows.items():
+        if row["sourceId"] != source.source_id or key in touches:
+            continue
+        if prior.ordering.keeps_newer(key, source.sequence):
+            out.rows[key] = dict(row)  # a newer observation has it: keep it whole
+        elif inventory_complete and row["nativeSessionId"] not in listed:
+            out.rows[key] = idx.deleted(row, verdict.observed_at)
+            if row.get("status") != "deleted":
+                out.recorded.record_session(key, source.sequence)
+        else:
+            out.rows[key] = idx.untouched(row, preserve_status=preserve)
+        if out.rows[key]["status"] != row.get("status"):
+            out.status_changes[key] = out.rows[key]["status"]
+    if inventory_complete:
+        out.recorded.record_complete_source(source.source_id, source.sequence)
+
+
+def _source_row(prior: PriorIndex, sid: str, verdict: Verdict, out: Resolution, ordering: OrderingState) -> None:
+    """The source's row, unless a newer observation wrote it already."""
+    source = verdict.source
+    previous = next((r for r in prior.sources if r["sourceId"] == sid), None)
+    if ordering.keeps_newer_source_row(sid, source.sequence):
+        if previous is not None:
+            out.source_rows[sid] = dict(previous)
+        return
+    if verdict.outcome is None:
+        out.source_rows[sid] = source.targeted_row(previous, verdict.observed_at)
+    else:
+        out.source_rows[sid] = source.verdict_row(verdict.outcome, verdict.observed_at)
+    out.recorded.record_source_row(sid, source.sequence)
