@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: install test lint bench demo clean
+.PHONY: install test lint bench fuzz demo clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -28,6 +28,10 @@ lint: install
 
 bench: install
 	$(PY) -m tests.bench.run
+
+# The record fuzzer of `make test`, with many more cases.
+fuzz: install
+	AGENTCTL_FUZZ_EXAMPLES=3000 $(PY) -m pytest -q tests/pipeline/test_record_fuzz.py
 
 demo: install
 	$(PY) -m tests.support.demo

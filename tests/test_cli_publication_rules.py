@@ -161,3 +161,20 @@ def test_a_sequence_from_another_store_is_not_used_and_the_record_says_so(world)
     # every later sync of the other store publishes what is new (nothing is "skipped-newer")
     again = run(["sync", "codex", "--full"], env("other.sqlite3"))
     assert {p["action"] for p in again.of("published")} <= {"unchanged", "written", "retained"}
+
+
+def test_an_emptied_provider_home_marks_nothing_deleted_without_accept_deletions(world):
+    _tmp, home, env = world
+    assert run(["sync", "codex"], env()).returncode == 0
+    for path in list(home.rglob("*.jsonl")):
+        path.unlink()
+    suspect = run(["sync", "codex"], env())
+    assert suspect.returncode == 3, suspect.stderr
+    [error] = suspect.of("error")
+    assert error["code"] == "suspect-deletions" and error["sourceId"] == "codex"
+    assert "--accept-deletions" in error["message"]
+    assert "deleted" not in set(statuses(env()).values())
+
+    accepted = run(["sync", "codex", "--accept-deletions"], env())
+    assert accepted.returncode == 0, accepted.stderr
+    assert set(statuses(env()).values()) == {"deleted"}

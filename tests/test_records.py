@@ -12,7 +12,7 @@ def read_all(text: str):
 
 
 def test_every_bad_line_becomes_one_error_record_naming_its_line_and_the_good_ones_go_through():
-    text = '{"record":"source","source":{}}\nnot json\n[1,2]\n{"no":"kind"}\n{"record":"bogus"}\n\n{"record":"summary"}\n'
+    text = '{"record":"source","source":{}}\nnot json\n[1,2]\n{"no":"kind"}\n{"record":"bogus"}\n\n{"record":"summary","sourceId":"codex","summary":{}}\n'
     records, errors, writer = read_all(text)
     assert [r.line for r in records] == [1, 7]
     assert [(e["line"], e["code"], e["stage"]) for e in errors] == [
@@ -23,7 +23,7 @@ def test_every_bad_line_becomes_one_error_record_naming_its_line_and_the_good_on
 
 
 def test_a_short_record_passes_through_byte_for_byte():
-    line = '{"record": "outcome",   "sourceId":"codex"}\n'
+    line = '{"record": "outcome",   "stage":"list", "sourceId":"codex"}\n'
     (record,), _, _ = read_all(line)
     out = io.StringIO()
     JsonLinesSink(out).put(record)
@@ -32,9 +32,25 @@ def test_a_short_record_passes_through_byte_for_byte():
 
 def test_a_long_record_is_not_kept_as_text_and_passes_through_as_equal_json():
     payload = "x" * (PASSTHROUGH_TEXT_LIMIT + 1)
-    line = json.dumps({"record": "snapshot", "sourceId": "codex", "blob": payload}) + "\n"
+    line = json.dumps({"record": "snapshot", "sourceId": "codex", "snapshot": {}, "blob": payload}) + "\n"
     (record,), _, _ = read_all(line)
     assert record.text is None
     out = io.StringIO()
     JsonLinesSink(out).put(record)
     assert json.loads(out.getvalue()) == json.loads(line)
+
+
+def test_a_record_whose_own_fields_have_the_wrong_types_is_one_error_naming_its_line():
+    text = (
+        '{"record":["summary"]}\n'
+        '{"record":"error","stage":"read","sourceId":[1],"code":"x","message":"m"}\n'
+        '{"record":"summary","sourceId":"  ","summary":{}}\n'
+        '{"record":"source","source":{},"observationSequence":true}\n'
+        '{"record":"outcome","stage":"list","sourceId":"codex"}\n'
+    )
+    records, errors, writer = read_all(text)
+    assert [r.line for r in records] == [5]
+    assert [e["line"] for e in errors] == [1, 2, 3, 4]
+    assert "sourceId must be a string or null" in errors[1]["message"]
+    assert "must not be blank" in errors[2]["message"]
+    assert "observationSequence" in errors[3]["message"]

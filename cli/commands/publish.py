@@ -15,9 +15,12 @@ from lib.pipeline.runner import run_stage
 @click.command("publish")
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               help="Seconds to wait for another publication to finish (exit 4 after).")
+@click.option("--accept-deletions", is_flag=True,
+              help="Mark deleted what an inventory no longer lists even when that is every session of a "
+                   "source, or most of many (otherwise nothing is deleted and the source is reported).")
 @click.option("--full", is_flag=True, help="Read every session summary records name, even unchanged ones.")
 @click.pass_obj
-def publish_command(app: AppContext, lock_timeout: float, full: bool) -> None:
+def publish_command(app: AppContext, lock_timeout: float, accept_deletions: bool, full: bool) -> None:
     """Publish sessions into the Fabric space (--store, --space).
 
     Reads `source`, `prepared`, `snapshot`, `summary`, `retained`, `error` and
@@ -34,6 +37,6 @@ def publish_command(app: AppContext, lock_timeout: float, full: bool) -> None:
     app.workspace.lock_timeout = lock_timeout
     sink = JsonLinesSink()
     with DriverPool(app.workspace.create_driver) as drivers:
-        stage = publish_stage(app.workspace, drivers, full=full)
+        stage = publish_stage(app.workspace, drivers, full=full, accept_deletions=accept_deletions)
         run_stage(stage, stage_inputs((), stdin_if_piped(), stage.stage, sink), sink, progress=app.progress)
     exit_for(sink)

@@ -17,11 +17,15 @@ from lib.pipeline.sync import run_sync
 @click.argument("sources", nargs=-1)
 @click.option("--lock-timeout", type=float, default=600.0, show_default=True,
               help="Seconds to wait for another publication to finish (exit 4 after).")
+@click.option("--accept-deletions", is_flag=True,
+              help="Mark deleted what an inventory no longer lists even when that is every session of a "
+                   "source, or most of many (otherwise nothing is deleted and the source is reported).")
 @click.option("--full", is_flag=True, help="Read every session, even those whose published copy is current.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines even on a terminal.")
 @click.pass_obj
 def sync_command(
-    app: AppContext, sources: tuple[str, ...], lock_timeout: float, full: bool, as_json: bool
+    app: AppContext, sources: tuple[str, ...], lock_timeout: float, accept_deletions: bool, full: bool,
+    as_json: bool,
 ) -> None:
     """Collect SOURCES (default: every enabled source) and publish them.
 
@@ -42,7 +46,8 @@ def sync_command(
     workspace.lock_timeout = lock_timeout
     sink = JsonLinesSink() if as_json or not sys.stdout.isatty() else SyncSummary()
     with DriverPool(workspace.create_driver) as drivers:
-        run_sync(workspace, source_ids, sink, drivers=drivers, full=full, progress=app.progress)
+        run_sync(workspace, source_ids, sink, drivers=drivers, full=full, accept_deletions=accept_deletions,
+                 progress=app.progress)
     exit_for(sink)
 
 

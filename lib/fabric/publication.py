@@ -32,7 +32,7 @@ from lib.fabric.index_store import (
     prior_is_current,
     read_prior,
 )
-from lib.fabric.publication_resolve import Touch, Verdict, resolve
+from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
     PreparedLike,
@@ -60,6 +60,7 @@ class Publication:
         preserve_untouched_status: bool,
         checkout_directories: Sequence[str] | None,
         lock: StoreLock,
+        deletions: DeletionGuard = GUARD_DELETIONS,
     ) -> None:
         self._graphs = graphs
         self._cells = cells
@@ -68,6 +69,7 @@ class Publication:
         self._preserve = preserve_untouched_status
         self._directories = None if checkout_directories is None else list(checkout_directories)
         self._lock = lock
+        self._deletions = deletions
         self._checkouts = CheckoutObserver(git)
         self._closed = False
         with lock:  # a consistent prior: no index commit lands while it is read
@@ -277,7 +279,8 @@ class Publication:
                 prior = self.prior if prior_is_current(self._graphs, self._cells, self.prior) else read_prior(
                     self._graphs, self._cells
                 )
-                resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve)
+                resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
+                                   deletions=self._deletions)
                 rows = resolved.rows
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generation = prior.generation + 1
@@ -310,6 +313,7 @@ class Publication:
                 PublishedOutcome(key, status, status)  # type: ignore[arg-type]
                 for key, status in sorted(resolved.status_changes.items())
             ],
+            suspect_sources=dict(resolved.suspect_sources),
         )
 
     def close(self) -> None:

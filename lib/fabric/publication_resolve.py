@@ -42,12 +42,35 @@ class Verdict:
     observed_at: str
 
 
+# An inventory is suspect when it would delete every live session of its source, or at
+# least SUSPECT_MINIMUM of them and more than this share: an emptied or unmounted
+# provider home looks like that. A suspect inventory deletes nothing (it counts as
+# incomplete) unless deletions are accepted.
+DEFAULT_DELETION_SHARE = 0.5
+SUSPECT_MINIMUM = 5
+
+
+@dataclass(frozen=True)
+class DeletionGuard:
+    accept: bool = False
+    share: float = DEFAULT_DELETION_SHARE
+
+    def suspect(self, deleting: int, live: int) -> bool:
+        if self.accept or deleting == 0:
+            return False
+        return deleting == live or (deleting >= SUSPECT_MINIMUM and deleting > self.share * live)
+
+
+GUARD_DELETIONS = DeletionGuard()
+
+
 @dataclass
 class Resolution:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     source_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     recorded: OrderingState = field(default_factory=OrderingState)
     status_changes: dict[str, str] = field(default_factory=dict)  # untouched rows only
+    suspect_sources: dict[str, str] = field(default_factory=dict)  # source id -> warning
 
 
 def resolve(
@@ -56,6 +79,7 @@ def resolve(
     verdicts: Mapping[str, Verdict],
     *,
     preserve_untouched_status: bool,
+    deletions: DeletionGuard = GUARD_DELETIONS,
 ) -> Resolution:
     out = Resolution()
     ordering = prior.ordering
@@ -67,7 +91,8 @@ def resolve(
                 out.recorded.record_session(key, touch.sequence)
     for sid, verdict in verdicts.items():
         if verdict.outcome is not None:
-            _judge_untouched(prior, touches, verdict, out, preserve=preserve_untouched_status)
+            _judge_untouched(prior, touches, verdict, out, preserve=preserve_untouched_status,
+                             deletions=deletions)
         _source_row(prior, sid, verdict, out, ordering)
     # Rows of sources this publication did not collect in full (other sources, targeted
     # refreshes) stay as they are: only an inventory verdict changes them.
@@ -92,13 +117,31 @@ def _touched_row(
 
 
 def _judge_untouched(
-    prior: PriorIndex, touches: Mapping[str, Touch], verdict: Verdict, out: Resolution, *, preserve: bool
+    prior: PriorIndex,
+    touches: Mapping[str, Touch],
+    verdict: Verdict,
+    out: Resolution,
+    *,
+    preserve: bool,
+    deletions: DeletionGuard,
 ) -> None:
     """The inventory verdict on the source's rows this publication did not observe."""
     source, outcome = verdict.source, verdict.outcome
     assert outcome is not None
     inventory_complete = source.inventory_complete(outcome)
     listed = set(outcome.get("listedSessionIds") or [])
+    if inventory_complete:
+        live = [r for r in prior.rows.values() if r["sourceId"] == source.source_id and idx.is_live(r)]
+        deleting = sum(1 for r in live if r["key"] not in touches and r["nativeSessionId"] not in listed)
+        if deletions.suspect(deleting, len(live)):
+            source.suspect, inventory_complete = True, False
+            out.suspect_sources[source.source_id] = (
+                f"source {source.source_id} no longer lists {deleting} of its {len(live)} published "
+                f"sessions; nothing was marked deleted (is its home there?); if they are gone, "
+                f"publish again with --accept-deletions"
+            )
+            source.record_error({"stage": "list", "code": "suspect-deletions", "nativeSessionId": None,
+                                 "message": out.suspect_sources[source.source_id]})
     for key, row in prior.rows.items():
         if row["sourceId"] != source.source_id or key in touches:
             continue

@@ -53,6 +53,8 @@ class PublicationSummary:
     # rows no add_* call observed whose status the inventory verdict changed (to
     # deleted or stale), in key order
     status_changes: list[PublishedOutcome] = field(default_factory=list)
+    # sources whose inventory would have deleted too much: nothing of theirs was deleted
+    suspect_sources: dict[str, str] = field(default_factory=dict)
 
 
 class PublicationError(CodedError):

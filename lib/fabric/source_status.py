@@ -16,6 +16,7 @@ class SourceState:
     sequence: int
     errors: list[dict[str, Any]] = field(default_factory=list)
     unbacked: bool = False  # a retained session had no complete published copy
+    suspect: bool = False  # its inventory would delete too much (publication_resolve.DeletionGuard)
     read: int = 0
     retained: int = 0
     ended: bool = False
@@ -38,8 +39,9 @@ class SourceState:
         self.errors.append(dict(error))
 
     def inventory_complete(self, outcome: Mapping[str, Any]) -> bool:
-        """Complete only when enumeration completed and no retention went unbacked."""
-        return bool(outcome.get("inventoryComplete")) and not self.unbacked
+        """Complete only when enumeration completed, no retention went unbacked and the
+        inventory is not suspect."""
+        return bool(outcome.get("inventoryComplete")) and not self.unbacked and not self.suspect
 
     def verdict_row(self, outcome: Mapping[str, Any], observed_at: str) -> dict[str, Any]:
         """The source row of a collection with an inventory outcome."""

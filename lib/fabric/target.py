@@ -36,6 +36,7 @@ from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
 from lib.fabric.ordering import SEQUENCE_NAME
 from lib.fabric.publication import Publication
+from lib.fabric.publication_resolve import DeletionGuard
 from lib.fabric.schemas import (
     COMMAND_RECEIPTS_SCHEMA,
     HEALTH_ARRAY_SCOPE,
@@ -266,6 +267,7 @@ class FabricTarget:
         git: GitObservation | None = None,
         preserve_untouched_status: bool = False,
         checkout_directories: Sequence[str] | None = None,
+        accept_deletions: bool = False,
     ) -> Publication:
         """A streaming publication. It takes the publish lock to read the prior index and
         again to commit (waiting up to the lock's timeout each time), never in between.
@@ -273,7 +275,9 @@ class FabricTarget:
         `git`: the run's Git observation (shared with its reads, so a directory is
         resolved once); by default a new one. `checkout_directories`: None keeps the
         prior discovery checkout rows; a list (even empty) is a complete filesystem
-        scan and replaces them.
+        scan and replaces them. `accept_deletions`: an inventory that would delete
+        every session of its source, or most of many, deletes them anyway (otherwise it
+        is suspect: nothing is deleted, see publication_resolve.DeletionGuard).
         """
         self._writable("publish")
         return Publication(
@@ -285,6 +289,7 @@ class FabricTarget:
             preserve_untouched_status=preserve_untouched_status,
             checkout_directories=checkout_directories,
             lock=self.lock,
+            deletions=DeletionGuard(accept=accept_deletions),
         )
 
     def publish_health(self, value: Mapping[str, Any]) -> None:

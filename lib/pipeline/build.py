@@ -51,9 +51,11 @@ def publish_stage(
     *,
     full: bool = False,
     preserve_untouched_status: bool = False,
+    accept_deletions: bool = False,
     signal: SignalSource = None,
 ) -> PublishStage:
     git = workspace.git_resolver().begin_observation()
-    slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status)
+    slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status,
+                           accept_deletions=accept_deletions)
     read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal)
     return PublishStage(PrepareStage(read), slot, workspace.describe_source)

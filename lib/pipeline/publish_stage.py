@@ -30,17 +30,25 @@ class PublicationSlot:
     first needed. The publish stage feeds it; the retain rule reads its prior index,
     so retention is judged by what this publication read under the lock."""
 
-    def __init__(self, target: FabricTarget, git: GitObservation, *, preserve_untouched_status: bool = False) -> None:
+    def __init__(
+        self,
+        target: FabricTarget,
+        git: GitObservation,
+        *,
+        preserve_untouched_status: bool = False,
+        accept_deletions: bool = False,
+    ) -> None:
         self._target = target
         self._git = git
         self._preserve = preserve_untouched_status
+        self._accept_deletions = accept_deletions
         self._publication: Publication | None = None
 
     @property
     def publication(self) -> Publication:
         if self._publication is None:
             self._publication = self._target.publication(
-                git=self._git, preserve_untouched_status=self._preserve
+                git=self._git, preserve_untouched_status=self._preserve, accept_deletions=self._accept_deletions
             )
         return self._publication
 
@@ -81,6 +89,9 @@ class PublishStage:
         self._descriptor_of = descriptor_of
         self.summary: PublicationSummary | None = None
         self._begun: set[str] = set()
+        # `published` records wait for the commit: a session is published only once the
+        # index that reaches it is committed (a failed commit publishes nothing)
+        self._published: list[dict[str, Any]] = []
 
     @property
     def publication(self) -> Publication:
@@ -94,8 +105,12 @@ class PublishStage:
         for out in self._inner.finish():
             yield from self._publish(out)
         self.summary = self._slot.commit()
+        yield from self._published
+        self._published.clear()
         for change in self.summary.status_changes:  # rows the verdicts marked deleted or stale
             yield published_record(change.to_wire())
+        for source_id, warning in self.summary.suspect_sources.items():
+            yield error_record(self.stage, "suspect-deletions", warning, source_id=source_id)
         yield publication_record(self.summary)
 
     def close(self) -> None:
@@ -109,15 +124,15 @@ class PublishStage:
         try:
             if isinstance(item, PreparedSession):
                 self._begin_implicitly(item.source_id)
-                yield published_record(self.publication.add_prepared(item).to_wire())
+                self._published.append(published_record(self.publication.add_prepared(item).to_wire()))
             elif kind == "prepared":
                 prepared = PreparedSession.from_record(data_of(item))
                 self._begin_implicitly(prepared.source_id)
-                yield published_record(self.publication.add_prepared(prepared).to_wire())
+                self._published.append(published_record(self.publication.add_prepared(prepared).to_wire()))
             elif kind == "source":
                 yield from self._source(data_of(item))
             elif kind == "retained":
-                yield from self._retained(data_of(item))
+                self._retained(data_of(item))
             elif kind == "error":
                 self._error(data_of(item))
                 yield item
@@ -161,11 +176,11 @@ class PublishStage:
         self.publication.begin_source(descriptor, sequence)
         yield record
 
-    def _retained(self, data: dict[str, Any]) -> Iterator[Item]:
+    def _retained(self, data: dict[str, Any]) -> None:
         source_id = normalize_source_id(str(data.get("sourceId", "")))
         summary = SessionSummary.model_validate(data.get("summary"))
         self._begin_implicitly(source_id)
-        yield published_record(self.publication.add_retained(source_id, summary).to_wire())
+        self._published.append(published_record(self.publication.add_retained(source_id, summary).to_wire()))
 
     def _error(self, data: dict[str, Any]) -> None:
         # A session that failed to be read or prepared is a failed read of that session

@@ -194,6 +194,35 @@ class JsonLinesSink(RecordSink):
         self.stream.flush()
 
 
+# The fields each record kind carries that stages read directly (the rest is validated
+# by the model that reads it: SessionSummary, NativeSessionSnapshot, PreparedSession...).
+# None allowed where the type tuple includes type(None).
+_NULL = type(None)
+_ENVELOPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "source": {"source": (dict,), "observationSequence": (int, _NULL), "observationOrigin": (str, _NULL)},
+    "summary": {"sourceId": (str,), "summary": (dict,)},
+    "retained": {"sourceId": (str,), "summary": (dict,)},
+    "snapshot": {"sourceId": (str,), "driver": (str, _NULL), "snapshot": (dict,)},
+    "prepared": {"sourceId": (str,), "key": (str,)},
+    "error": {"stage": (str, _NULL), "sourceId": (str, _NULL), "nativeSessionId": (str, _NULL),
+              "code": (str,), "message": (str,)},
+    "outcome": {"stage": (str,), "sourceId": (str,)},
+}
+
+
+def envelope_problem(kind: str, data: dict[str, Any]) -> str | None:
+    """What is wrong with the fields of a record that stages read directly, or None."""
+    for name, types in _ENVELOPES.get(kind, {}).items():
+        value = data.get(name)
+        if type(value) is bool or not isinstance(value, types):  # a bool is no int here
+            wanted = " or ".join("null" if t is _NULL else {str: "a string", int: "an integer",
+                                                           dict: "an object"}[t] for t in types)
+            return f"{kind} record: {name} must be {wanted}"
+        if isinstance(value, str) and name in ("sourceId", "key") and not value.strip():
+            return f"{kind} record: {name} must not be blank"
+    return None
+
+
 def read_records(stream: IO[str], stage: str, sink: RecordSink) -> Iterator[InputRecord]:
     """Yield each well-formed record; put an `error` record in `sink` for every bad line."""
     for number, text in enumerate(stream, start=1):
@@ -205,9 +234,13 @@ def read_records(stream: IO[str], stage: str, sink: RecordSink) -> Iterator[Inpu
             sink.put(error_record(stage, "bad-input", f"line {number}: not JSON ({exc.msg})", line=number))
             continue
         kind = data.get("record") if isinstance(data, dict) else None
-        if kind not in RECORD_KINDS:
+        if not isinstance(kind, str) or kind not in RECORD_KINDS:
             what = "no 'record' field" if isinstance(data, dict) and "record" not in data else "not a known record"
             sink.put(error_record(stage, "bad-input", f"line {number}: {what}", line=number))
+            continue
+        problem = envelope_problem(kind, data)
+        if problem is not None:
+            sink.put(error_record(stage, "bad-input", f"line {number}: {problem}", line=number))
             continue
         kept = None if len(text) > PASSTHROUGH_TEXT_LIMIT else text if text.endswith("\n") else text + "\n"
         del text

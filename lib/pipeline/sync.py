@@ -26,12 +26,13 @@ def run_sync(
     *,
     drivers: DriverPool,
     full: bool = False,
+    accept_deletions: bool = False,
     signal: SignalSource = None,
     progress: Progress | None = None,
 ) -> RecordSink:
     """Collect and publish `source_ids`; every record goes to `sink`, the last one the
     `publication` record."""
-    stage = publish_stage(workspace, drivers, full=full, signal=signal)
+    stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal)
     inventory = inventory_records(workspace.open_target(), drivers, source_ids, signal=signal)
     return run_stage(stage, inventory, sink, progress=progress, description="sync")
 

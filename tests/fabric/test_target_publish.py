@@ -80,7 +80,8 @@ def test_a_slow_publication_and_a_quick_one_overlap_and_both_land(tmp_path: Path
     slow.add_prepared(prepared(descriptor(), snapshot("s1")))  # its graph is written now
     assert not slow_target.lock.held
 
-    quick, _ = publish(quick_target, descriptor("claude", "claude-agent-sdk"), [snapshot("c-new")])
+    quick, _ = publish(quick_target, descriptor("claude", "claude-agent-sdk"),
+                       [snapshot("c-old", messages=4), snapshot("c-new")])
     assert quick.generation == 2
 
     slow.add_prepared(prepared(descriptor(), snapshot("s2")))
@@ -89,7 +90,7 @@ def test_a_slow_publication_and_a_quick_one_overlap_and_both_land(tmp_path: Path
 
     assert summary.generation == 3
     assert {k: r["status"] for k, r in rows(slow_target).items()} == {
-        "claude/c-old": "deleted",  # the quick publication's verdict, kept by the slow one
+        "claude/c-old": "complete",  # the quick publication's rows, kept by the slow one
         "claude/c-new": "complete",
         "codex/s1": "complete",
         "codex/s2": "complete",

@@ -183,3 +183,25 @@ def test_list_errors_from_the_outcome_are_recorded_on_the_source_row(tmp_path: P
     source = index(target)["sources"][0]
     assert source["errorCount"] == 25
     assert len(source["errors"]) == 20
+
+
+def test_the_deletion_guard_suspects_an_inventory_that_loses_everything_or_most_of_many() -> None:
+    from lib.fabric.publication_resolve import DeletionGuard
+
+    guard = DeletionGuard()
+    assert guard.suspect(deleting=1, live=1)  # every session gone
+    assert guard.suspect(deleting=6, live=10)  # most of many
+    assert not guard.suspect(deleting=4, live=5)  # most of few: a user deleting threads
+    assert not guard.suspect(deleting=5, live=10)  # not more than half
+    assert not guard.suspect(deleting=0, live=0)
+    assert not DeletionGuard(accept=True).suspect(deleting=10, live=10)
+
+
+def test_a_suspect_inventory_deletes_nothing_and_says_so(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot(f"s{i}") for i in range(6)])
+    summary, _ = publish(target, descriptor(), [snapshot("s0")])  # five of six gone at once
+    assert set(summary.statuses.values()) == {"complete", "stale"}
+    assert "no longer lists 5 of its 6" in summary.suspect_sources["codex"]
+    [source] = summary.sources
+    assert source["inventoryComplete"] is False
