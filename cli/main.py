@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 
@@ -36,8 +37,23 @@ for command in COMMANDS:
     cli.add_command(with_global_options(command))
 
 
+class VerboseLog(logging.Handler):
+    """The library's diagnostics (a failing provider's own output) on stderr, only with -v."""
+
+    def __init__(self, app: AppContext) -> None:
+        super().__init__()
+        self.app = app
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.app.verbose:
+            click.echo(f"agentctl: {record.getMessage()}", err=True)
+
+
 def main() -> None:
     app = AppContext()  # filled in by the options, before and after the subcommand
+    library_log = logging.getLogger("agentctl")
+    library_log.addHandler(VerboseLog(app))
+    library_log.setLevel(logging.INFO)
     try:
         # Without standalone mode click returns the code of `ctx.exit(code)` instead of exiting.
         code = cli.main(standalone_mode=False, obj=app)

@@ -281,14 +281,24 @@ _URL_FORM = re.compile(f"(?P<scheme>{_SCHEME})://(?P<rest>.*)", re.DOTALL)
 _PORT = re.compile(r"[0-9]*")
 _DOS_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# SCP-like `[userinfo@]host:path`: the userinfo runs to the last `@` before the host; the
+# host is a name or brackets (`[::1]`, `[host:22]`, `[user@::1]`); the path holds no `@`.
+_SCP_FORM = re.compile(
+    r"(?:[^\[]*@)?(?P<host>\[(?:[^\]@]*@)?(?P<inner>[^\]@]+)\]|[^@:/\[\]]+):(?P<path>[^@]*)", re.DOTALL
+)
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
 
 
 def sanitize_remote_url(url: str) -> str | None:
     """The publishable spelling of a remote URL, or None when it must not be published.
 
-    - `scheme://[userinfo@]host[:port]/path[?query][#fragment]` loses userinfo, query
-      and fragment; everything else keeps git's spelling.
-    - SCP-style `[user@]host:path` is kept exactly as spelled.
+    No userinfo survives, in any form: not a token, not a password, not a login name
+    (`git@`), percent-encoded or not. Query strings and fragments are cut everywhere.
+    - `scheme://[userinfo@]host[:port]/path[?query][#fragment]` becomes
+      `scheme://host[:port]/path`; everything else keeps git's spelling.
+    - SCP-style `[userinfo@]host:path` becomes `host:path` (git's SCP form, its own user).
+    - An `@` after the host is ambiguous (a credential with an unescaped `/`, `?`, `#` or
+      `@` looks the same), so such a remote is omitted rather than guessed at.
     - Local paths (absolute, relative, `file://`, `C:\\`), remote-helper forms
       (`transport::address`) and anything else opaque or malformed give None.
     """
@@ -299,25 +309,32 @@ def sanitize_remote_url(url: str) -> str | None:
     standard = _URL_FORM.fullmatch(url)
     if standard is not None:
         return _sanitize_standard_url(standard["scheme"], standard["rest"])
-    return _scp_form(url)
+    return _sanitize_scp_form(url)
 
 
 def _sanitize_standard_url(scheme: str, rest: str) -> str | None:
     if scheme.lower() == "file":
         return None
-    authority_end = len(rest)
-    for marker in "/?#":
-        found = rest.find(marker)
-        if found != -1:
-            authority_end = min(authority_end, found)
+    authority_end = next((i for i, char in enumerate(rest) if char in "/?#"), len(rest))
     authority, remainder = rest[:authority_end], rest[authority_end:]
-    host = authority.rpartition("@")[2]
-    if not _valid_host_and_port(host):
+    if "@" in remainder:
         return None
-    path = remainder
-    for marker in "?#":
-        path = path.split(marker, 1)[0]
-    return f"{scheme}://{host}{path}"
+    host = _host_without_userinfo(authority)
+    if host is None or not _valid_host_and_port(host):
+        return None
+    return f"{scheme}://{host}{_QUERY_OR_FRAGMENT.split(remainder, 1)[0]}"
+
+
+def _host_without_userinfo(authority: str) -> str | None:
+    """`host[:port]` of `[userinfo@]host[:port]`; git also takes `[userinfo@host]:port`."""
+    bracket = authority.find("[")
+    if bracket == -1:
+        return authority.rpartition("@")[2]
+    userinfo, bracketed = authority[:bracket], authority[bracket:]
+    closing = bracketed.find("]")
+    if (userinfo and not userinfo.endswith("@")) or closing == -1:
+        return None
+    return "[" + bracketed[1:closing].rpartition("@")[2] + bracketed[closing:]
 
 
 def _valid_host_and_port(authority: str) -> bool:
@@ -331,21 +348,14 @@ def _valid_host_and_port(authority: str) -> bool:
     return bool(host) and bool(_PORT.fullmatch(port))
 
 
-def _scp_form(url: str) -> str | None:
-    """Git's rule: a colon with no slash before it is `host:path`, otherwise a local path."""
-    if _DOS_DRIVE.match(url):
+def _sanitize_scp_form(url: str) -> str | None:
+    # Git's rule: a colon with no slash before it is SCP-style, otherwise a local path.
+    colon, slash = url.find(":"), url.find("/")
+    if colon == -1 or 0 <= slash < colon or _DOS_DRIVE.match(url):
         return None
-    # A bracketed host (`[host:port]:path`, `user@[::1]:path`) may hold colons itself.
-    search_from = 0
-    bracket = url.find("[")
-    if bracket != -1 and bracket < url.find(":"):
-        search_from = url.find("]", bracket)
-        if search_from == -1:
-            return None
-    colon = url.find(":", search_from)
-    if colon == -1:
+    match = _SCP_FORM.fullmatch(url)
+    if match is None:
         return None
-    host = url[:colon]
-    if "/" in host or not host.rpartition("@")[2]:
-        return None
-    return url
+    host = f"[{match['inner']}]" if match["inner"] is not None else match["host"]
+    path = _QUERY_OR_FRAGMENT.split(match["path"], 1)[0]
+    return f"{host}:{path}" if path else None

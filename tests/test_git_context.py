@@ -82,9 +82,9 @@ def test_metadata_is_written_with_the_spec_camel_case_names(repos, resolver):
         "worktreeRoot": str(repo),
         "branch": "main",
         "commit": repos.head(repo),
-        "repo": "git@github.com:acme/project.git",
+        "repo": "github.com:acme/project.git",
         "remotes": [
-            {"name": "origin", "url": "git@github.com:acme/project.git", "directions": ["fetch", "push"]}
+            {"name": "origin", "url": "github.com:acme/project.git", "directions": ["fetch", "push"]}
         ],
         "observedAt": "2025-03-04T05:06:07.891Z",
     }
@@ -380,8 +380,8 @@ def test_a_distinct_push_url_is_listed_as_its_own_push_remote(repos, resolver):
 
     assert resolver.resolve(repo).remotes == (
         GitRemote(name="origin", url="https://example.com/p.git", directions=("fetch",)),
-        GitRemote(name="origin", url="git@example.com:p.git", directions=("push",)),
-        GitRemote(name="origin", url="git@backup.example.com:p.git", directions=("push",)),
+        GitRemote(name="origin", url="example.com:p.git", directions=("push",)),
+        GitRemote(name="origin", url="backup.example.com:p.git", directions=("push",)),
     )
 
 
@@ -434,7 +434,7 @@ def test_enrich_fills_repo_branch_and_worktree_root_on_a_copy(repos, resolver):
     enriched = resolver.enrich(summary)
 
     assert (enriched.git_repo, enriched.git_branch, enriched.git_worktree_root) == (
-        "git@github.com:acme/project.git",
+        "github.com:acme/project.git",
         "dev",
         str(repo),
     )

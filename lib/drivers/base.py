@@ -27,11 +27,21 @@ from lib.types import (
 
 
 class DriverError(CodedError):
-    """A provider call that failed. `code` is stable; `message` is for people."""
+    """A provider call that failed. `code` is stable; `message` is for people and is
+    always agentctl's own words.
 
-    def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
+    `detail` is what the provider itself wrote (the bounded tail of its stderr, a line it
+    sent that was no message): it can hold anything, a key or transcript text included, so
+    it is never part of `message`, of a record or of the store. It is there for a person
+    who asks (`agentctl -v`, see `child_channels.report_provider_output`).
+    """
+
+    def __init__(
+        self, code: str, message: str, *, retryable: bool = False, detail: str | None = None
+    ) -> None:
         super().__init__(code, message)
         self.retryable = retryable
+        self.detail = detail
 
 
 class DriverUnavailable(DriverError):

@@ -3,14 +3,17 @@
 `LineChannel` frames one message per line (`codex app-server --listen stdio://`);
 `WebSocketChannel` one message per WebSocket text frame (`codex app-server proxy`, which
 relays the daemon's WebSocket over its stdio). stderr is read to its end so the child never
-blocks on a full pipe, and only a short tail is kept, for error messages: it is never
-copied to our own output (it can hold transcript text). Both channels write through a
-`ChildInput`, so no write to a child that stopped reading can hang its shutdown.
+blocks on a full pipe, and only a short tail is kept. That tail can hold anything (a key,
+transcript text), so it never goes into an error's message, a record or the store: it is
+an error's `detail`, and it reaches our own stderr only with `-v` (the `agentctl.provider`
+log, see `report_provider_output`). Both channels write through a `ChildInput`, so no
+write to a child that stopped reading can hang its shutdown.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -19,8 +22,10 @@ from typing import Any, Protocol
 from lib.drivers.child_input import ChildInput
 from lib.drivers.websocket_pipe import WebSocketPipe
 
-STDERR_TAIL_LINES = 40
+STDERR_TAIL_LINES = 20
 STDERR_LINE_LIMIT = 1000
+DETAIL_BYTE_LIMIT = 4096
+PROVIDER_LOG = logging.getLogger("agentctl.provider")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -98,14 +103,24 @@ def clean_line(line: bytes) -> str:
     return _ANSI.sub("", line[:STDERR_LINE_LIMIT].decode("utf-8", "replace")).rstrip()
 
 
-def reason_from_stderr(lines: Sequence[str]) -> str:
-    """The program's own reason for failing: its last `Error` paragraph, else its last lines."""
-    lines = [line for line in lines if line.strip()]
-    starts = [i for i, line in enumerate(lines) if line.lstrip().lower().startswith("error")]
-    chosen = lines[starts[-1] :] if starts else lines[-3:]
-    kept = []
-    for line in chosen[:6]:
-        if line.strip().lower().startswith("stack backtrace"):
-            break
-        kept.append(line.strip())
-    return " ".join(kept)
+def provider_output(lines: Sequence[str]) -> str | None:
+    """A provider's own last lines as an error's `detail`: at most the last
+    `STDERR_TAIL_LINES` lines and `DETAIL_BYTE_LIMIT` bytes of them; None when it wrote nothing."""
+    kept = [line.rstrip() for line in lines]
+    while kept and not kept[-1]:
+        kept.pop()
+    kept = kept[-STDERR_TAIL_LINES:]
+    while kept and not kept[0]:
+        kept.pop(0)
+    text = "\n".join(kept).encode("utf-8")
+    if not text:
+        return None
+    return text[-DETAIL_BYTE_LIMIT:].decode("utf-8", "ignore")
+
+
+def report_provider_output(name: str, detail: str | None) -> None:
+    """Offer what a failing provider wrote to a person who asked for it (`agentctl -v`);
+    the library only logs it, at INFO, which nothing shows unless a handler is set up."""
+    if detail:
+        PROVIDER_LOG.info("%s wrote (last lines, not recorded):\n%s", name,
+                          "\n".join("  " + line for line in detail.splitlines()))

@@ -72,7 +72,9 @@ class CodexAppServerDriver(AgentDriver):
     def __init__(self, config: AgentSourceConfig, *, page_size: int = PAGE_SIZE) -> None:
         super().__init__(config)
         self.page_size = page_size
-        self._transport = JsonRpcTransport(on_server_request=self._answer_server_request)
+        # Named with the source: its failures (and, with -v, its own output) say which one.
+        self._transport = JsonRpcTransport(name=f"codex app-server (source {self.source.id})",
+                                           on_server_request=self._answer_server_request)
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
 
@@ -100,7 +102,7 @@ class CodexAppServerDriver(AgentDriver):
                 "program-not-found", f"cannot run {launch.argv[0]!r}: not executable (source {self.source.id})"
             ) from None
         except TransportClosed as exc:
-            raise DriverError("start-failed", f"{exc.message} (source {self.source.id})") from None
+            raise DriverError("start-failed", exc.message, detail=exc.detail) from None
         try:
             answer = self._transport.request(
                 "initialize",
@@ -113,7 +115,7 @@ class CodexAppServerDriver(AgentDriver):
             self._transport.notify("initialized")
         except TransportClosed as exc:
             self._transport.stop()
-            raise DriverError("start-failed", f"{exc.message} (source {self.source.id})") from None
+            raise DriverError("start-failed", exc.message, detail=exc.detail) from None
         except BaseException:
             self._transport.stop()
             raise

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lib.drivers.base import CancelSignal, DriverError, DriverUnavailable
-from lib.drivers.child_channels import reason_from_stderr
+from lib.drivers.child_channels import provider_output, report_provider_output
 from lib.drivers.jsonrpc_transport import Framing
 from lib.types import AgentSourceConfig
 
@@ -116,9 +116,12 @@ def start_daemon(launch: CodexLaunch, signal: CancelSignal | None = None) -> Non
             process.kill()
             process.wait()
     if process.returncode != 0:
-        reason = reason_from_stderr(stderr.decode("utf-8", "replace").splitlines())
+        # Its stderr is its own (it can hold a key): the detail, never the message.
+        detail = provider_output(stderr.decode("utf-8", "replace").splitlines())
+        report_provider_output("codex app-server daemon start", detail)
         raise DriverError(
             "start-failed",
             f"`codex app-server daemon start` failed with code {process.returncode}"
-            + (f": {reason}" if reason else ""),
+            + ("; agentctl -v shows what it wrote" if detail else ""),
+            detail=detail,
         )

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lib.drivers.base import DriverError
+from lib.git_context import sanitize_remote_url
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary, preview
 
 ACTIVE_PREFIX = "active:"
@@ -86,7 +87,7 @@ def summary_from_thread(
     thread: dict[str, Any], *, archived: bool | None, active_override: bool = False
 ) -> SessionSummary:
     """`archived` is the thread's own field when present, else what the caller knows."""
-    raw = {key: value for key, value in thread.items() if key != "turns"}
+    raw = _raw_thread(thread)
     own_archived = thread.get("archived")
     cwd = thread.get("cwd")
     return SessionSummary(
@@ -99,6 +100,17 @@ def summary_from_thread(
         active=True if active_override else lifecycle_active(thread),
         raw=raw,
     )
+
+
+def _raw_thread(thread: dict[str, Any]) -> dict[str, Any]:
+    """The thread without its turns, and without the credentials Codex keeps in the origin
+    URL it recorded (`gitInfo.originUrl`): sanitized like every published remote."""
+    raw = {key: value for key, value in thread.items() if key != "turns"}
+    git_info = raw.get("gitInfo")
+    if isinstance(git_info, dict) and "originUrl" in git_info:
+        url = git_info["originUrl"]
+        raw["gitInfo"] = {**git_info, "originUrl": sanitize_remote_url(url) if isinstance(url, str) else None}
+    return raw
 
 
 def _item_text(item: dict[str, Any]) -> str:

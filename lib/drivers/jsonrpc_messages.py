@@ -21,9 +21,13 @@ class TransportClosed(DriverError):
     sent may have taken effect, one that was not certainly did not.
     """
 
-    def __init__(self, code: str, message: str, *, sent: bool = False) -> None:
-        super().__init__(code, message, retryable=True)
+    def __init__(self, code: str, message: str, *, sent: bool = False, detail: str | None = None) -> None:
+        super().__init__(code, message, retryable=True, detail=detail)
         self.sent = sent
+
+    def again(self, *, sent: bool = False) -> TransportClosed:
+        """The same failure for another call (whose request was or was not `sent`)."""
+        return TransportClosed(self.code, self.message, sent=sent, detail=self.detail)
 
 
 class RpcError(DriverError):

@@ -64,7 +64,7 @@ class Run:
         self.ended.set()
         self.opened.resolve(error=failure)
         for slot in pending:
-            slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
+            slot.resolve(error=failure.again(sent=slot.sent))
         for slot in waiters:
             slot.resolve(error=failure)
 

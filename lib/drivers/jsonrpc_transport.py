@@ -13,9 +13,9 @@ cancel signal fires, or when the run ends. The child exiting, a malformed messag
 (see `child_input`): `stop()` gives up a write that waits on a child which stopped reading
 and kills that child at once, and a request cancelled while its message is half-written
 ends the run the same way (half a message cannot be taken back). stderr is drained into a
-short tail kept for error messages and is never copied to our own output. Each `start()`
-begins a fresh run: ids, pending calls and retained notifications of an earlier run are
-gone with it.
+short tail; when the child fails, that tail is the error's `detail` (offered to `-v`),
+never its message: errors carry agentctl's own words. Each `start()` begins a fresh run:
+ids, pending calls and retained notifications of an earlier run are gone with it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from lib.drivers.child_channels import (
     LineChannel,
     WebSocketChannel,
     drain_stderr,
-    reason_from_stderr,
+    provider_output,
+    report_provider_output,
 )
 from lib.drivers.child_input import ChildInput, WriteCancelled
 from lib.drivers.jsonrpc_messages import (
@@ -161,7 +162,7 @@ class JsonRpcTransport:
         slot = Slot()
         with run.lock:
             if run.failure is not None:
-                raise TransportClosed(run.failure.code, run.failure.message)
+                raise run.failure.again()
             request_id = next(run.ids)
             run.pending[request_id] = slot
         message = {"jsonrpc": "2.0", "id": request_id, "method": method,
@@ -248,7 +249,7 @@ class JsonRpcTransport:
             failure = run.failure or TransportClosed(
                 "transport-closed", f"{self.name} is not accepting input any more"
             )
-            raise TransportClosed(failure.code, failure.message, sent=sent) from None
+            raise failure.again(sent=sent) from None
 
     def _read_messages(self, run: Run) -> None:
         try:
@@ -274,7 +275,9 @@ class JsonRpcTransport:
             if kind is None:
                 shown = raw[:200].decode("utf-8", "replace").strip()
                 what = "a malformed line" if message is None else "a message that is not JSON-RPC"
-                run.fail(TransportClosed("protocol-error", f"{self.name} sent {what}: {shown!r}"))
+                report_provider_output(self.name, shown)
+                run.fail(TransportClosed("protocol-error", f"{self.name} sent {what}; agentctl -v shows it",
+                                         detail=shown))
                 self._kill(run)
                 return
             assert message is not None
@@ -329,7 +332,7 @@ class JsonRpcTransport:
         except TransportClosed:
             pass
 
-    def _exit_failure(self, run: Run, detail: str | None) -> TransportClosed:
+    def _exit_failure(self, run: Run, context: str | None) -> TransportClosed:
         try:
             code = run.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -340,9 +343,13 @@ class JsonRpcTransport:
         what = f"{self.name} exited" + (f" with code {code}" if code is not None else "")
         if code is None:
             what = f"{self.name} closed its output"
-        reason = reason_from_stderr(list(run.stderr_tail))
-        text = what + (f": {detail}" if detail else "") + (f": {reason}" if reason else "")
-        return TransportClosed("transport-closed", text)
+        # What the child wrote is its own (it can hold a key): the detail, never the message.
+        detail = provider_output(list(run.stderr_tail))
+        report_provider_output(self.name, detail)
+        text = what + (f": {context}" if context else "")
+        if detail:
+            text += "; agentctl -v shows what it wrote"
+        return TransportClosed("transport-closed", text, detail=detail)
 
     @staticmethod
     def _kill(run: Run) -> None:

@@ -225,7 +225,7 @@ def test_stop_then_start_serves_the_same_inventory_again(codex_bin, home):
         driver.stop()
 
 
-def test_an_invalid_codex_config_fails_the_start_with_codexs_own_reason(codex_bin, tmp_path):
+def test_an_invalid_codex_config_fails_the_start_with_codexs_own_reason_as_detail(codex_bin, tmp_path):
     (tmp_path / "config.toml").write_text('approval_policy = "untrusted"\n')
     driver = CodexAppServerDriver(config(codex_bin=codex_bin, codex_home=str(tmp_path)))
     try:
@@ -234,7 +234,8 @@ def test_an_invalid_codex_config_fails_the_start_with_codexs_own_reason(codex_bi
     finally:
         driver.stop()
     assert caught.value.code == "start-failed"
-    assert 'approval_policy = "untrusted" is no longer supported' in caught.value.message
+    assert 'approval_policy = "untrusted" is no longer supported' not in caught.value.message
+    assert 'approval_policy = "untrusted" is no longer supported' in caught.value.detail
 
 
 def test_a_missing_program_is_reported_with_how_to_install_it(monkeypatch, tmp_path):

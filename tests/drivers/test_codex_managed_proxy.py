@@ -115,7 +115,7 @@ def test_proxy_mode_with_the_daemons_socket_sees_the_same_threads(codex_bin, man
         driver.stop()
 
 
-def test_proxy_mode_without_a_daemon_fails_the_start_with_codexs_reason(codex_bin, short_tmp):
+def test_proxy_mode_without_a_daemon_fails_the_start_with_codexs_reason_as_detail(codex_bin, short_tmp):
     driver = CodexAppServerDriver(AgentSourceConfig(
         id="codex", driver="codex-app-server", codex_bin=codex_bin, codex_home=str(short_tmp),
         codex_transport="proxy", codex_socket=str(short_tmp / "missing.sock")))
@@ -125,4 +125,5 @@ def test_proxy_mode_without_a_daemon_fails_the_start_with_codexs_reason(codex_bi
     finally:
         driver.stop()
     assert caught.value.code == "start-failed"
-    assert "failed to connect to socket" in caught.value.message
+    assert "failed to connect to socket" not in caught.value.message
+    assert "failed to connect to socket" in caught.value.detail

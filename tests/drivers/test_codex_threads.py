@@ -16,6 +16,7 @@ from lib.drivers.codex_threads import (
     next_cursor,
     parse_cursor,
     snapshot_from_read,
+    summary_from_thread,
 )
 
 
@@ -86,3 +87,22 @@ def test_a_read_without_a_thread_is_a_provider_error():
     with pytest.raises(DriverError) as caught:
         snapshot_from_read({}, with_turns=True)
     assert caught.value.code == "provider-error"
+
+
+@pytest.mark.parametrize(
+    ("origin", "published"),
+    [
+        ("user:s3cretPW@host:repo.git", "host:repo.git"),
+        ("https://host/x.git?private_token=PLANTEDQUERY", "https://host/x.git"),
+        ("/srv/git/local.git", None),
+        (17, None),
+    ],
+)
+def test_the_origin_url_codex_recorded_loses_its_credentials_in_the_raw_thread(origin, published):
+    thread = {"id": "t1", "gitInfo": {"sha": "a" * 40, "branch": "main", "originUrl": origin}, "turns": []}
+
+    raw = summary_from_thread(thread, archived=False).raw
+
+    assert raw["gitInfo"] == {"sha": "a" * 40, "branch": "main", "originUrl": published}
+    assert thread["gitInfo"]["originUrl"] == origin  # the provider's own object is not changed
+    assert "turns" not in raw

@@ -14,7 +14,7 @@ from signal import SIGKILL
 import pytest
 
 from lib.drivers.base import Cancelled, CancelSignal
-from lib.drivers.child_channels import reason_from_stderr
+from lib.drivers.child_channels import DETAIL_BYTE_LIMIT, STDERR_TAIL_LINES, provider_output
 from lib.drivers.jsonrpc_transport import JsonRpcTransport, RpcError, TransportClosed
 from tests.support.fake_codex_child import child_argv
 
@@ -91,14 +91,15 @@ def test_fake_child_server_request_the_handler_refuses_gets_an_error_answer(tran
     assert reply["error"] == {"code": -32601, "message": "item/tool/call is not supported"}
 
 
-def test_fake_child_exiting_mid_request_rejects_it_with_the_exit_code_and_its_reason(transport):
+def test_fake_child_exiting_mid_request_rejects_it_with_the_exit_code_and_its_stderr_as_detail(transport):
     transport.start(child_argv("exit-mid-request"))
     with pytest.raises(TransportClosed) as caught:
         transport.request("hang/exit")
     assert caught.value.code == "transport-closed"
     assert caught.value.sent is True
     assert "exited with code 3" in caught.value.message
-    assert "the fake child exits in the middle of a request" in caught.value.message
+    assert "the fake child exits in the middle of a request" not in caught.value.message
+    assert caught.value.detail == "Error: the fake child exits in the middle of a request"
     with pytest.raises(TransportClosed):
         transport.request("after/exit")
 
@@ -128,7 +129,8 @@ def test_fake_child_malformed_line_rejects_pending_calls_and_ends_the_child(tran
         transport.request("break/line")
     assert caught.value.code == "protocol-error"
     assert "malformed line" in caught.value.message
-    assert "this is not json" in caught.value.message
+    assert "this is not json" not in caught.value.message  # the child's own text: detail only
+    assert "this is not json" in caught.value.detail
     assert pid_process.wait() != 0
     assert not transport.running
 
@@ -147,7 +149,7 @@ def test_fake_child_stderr_flood_neither_blocks_calls_nor_reaches_our_output(tra
     assert answer["echo"] == "flood/stderr"
     assert transport.request("after/flood")["id"] == 2
     tail = transport.stderr_tail()
-    assert 0 < len(tail) <= 40
+    assert 0 < len(tail) <= STDERR_TAIL_LINES
     assert tail[-1].startswith("FLOODED-STDERR-LINE")
     out, err = capfd.readouterr()
     assert "FLOODED" not in out and "FLOODED" not in err
@@ -180,12 +182,13 @@ def test_fake_child_cancel_signal_ends_a_request_nothing_answers(transport):
     assert transport.request("still/usable")["id"] == 2
 
 
-def test_fake_child_refusing_to_start_makes_the_first_request_fail_with_its_reason(transport):
+def test_fake_child_refusing_to_start_makes_the_first_request_fail_with_its_stderr_as_detail(transport):
     transport.start(child_argv("exit-at-start"))
     with pytest.raises(TransportClosed) as caught:
         transport.request("initialize")
     assert "exited with code 1" in caught.value.message
-    assert "refuses to start" in caught.value.message
+    assert "refuses to start" not in caught.value.message
+    assert "refuses to start" in caught.value.detail
 
 
 def test_fake_proxy_child_carries_messages_as_websocket_frames(transport):
@@ -205,23 +208,17 @@ def test_fake_child_that_does_not_speak_websocket_fails_the_start_with_a_clear_e
     with pytest.raises(TransportClosed) as caught:
         transport.start(child_argv("exit-at-start"), framing="websocket")
     assert "WebSocket upgrade failed" in caught.value.message
-    assert "refuses to start" in caught.value.message
+    assert "refuses to start" not in caught.value.message
+    assert "refuses to start" in caught.value.detail
 
 
-def test_the_reason_is_the_programs_last_error_paragraph_without_its_backtrace():
-    stderr = [
-        "WARNING: proceeding, even though we could not create PATH aliases",
-        "Error: failed to connect to socket at /x.sock",
-        "",
-        "Caused by:",
-        "    No such file or directory (os error 2)",
-        "",
-        "Stack backtrace:",
-        "   0: <unknown>",
-    ]
-    assert reason_from_stderr(stderr) == (
-        "Error: failed to connect to socket at /x.sock Caused by: No such file or directory (os error 2)"
-    )
+def test_a_providers_output_as_detail_is_its_last_lines_and_at_most_4_kib():
+    lines = [f"line {n}" for n in range(100)] + ["", "Error: the last words", ""]
+    assert provider_output(lines) == "\n".join(lines[-STDERR_TAIL_LINES - 1 : -1])
+    long_lines = ["y" * 900] * 10 + ["the end"]
+    detail = provider_output(long_lines)
+    assert len(detail.encode()) <= DETAIL_BYTE_LIMIT and detail.endswith("the end")
+    assert provider_output(["", "   "]) is None
 
 
 # -- a child that stops reading its stdin ------------------------------------------------
