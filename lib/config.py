@@ -30,6 +30,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from lib.errors import UsageError
+from lib.fabric.store import StoreUrlError
+from lib.fabric.store_url import check_store_url, resolve_store_url
 from lib.types import AgentSourceConfig, normalize_source_id
 
 TOP_LEVEL_KEYS = frozenset({"store", "space", "sources"})
@@ -64,11 +66,16 @@ class Config:
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$AGENTCTL_CONFIG` (relative to the working directory), else
+    `$XDG_CONFIG_HOME/agentctl/config.toml` (a relative XDG_CONFIG_HOME is ignored, as the
+    XDG specification says), else `~/.config/agentctl/config.toml`."""
     env = os.environ if environ is None else environ
     if env.get("AGENTCTL_CONFIG"):
-        return Path(env["AGENTCTL_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / "agentctl" / "config.toml"
+        return Path(os.path.abspath(os.path.expanduser(env["AGENTCTL_CONFIG"])))
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "agentctl" / "config.toml"
 
 
 def builtin_sources() -> tuple[AgentSourceConfig, ...]:
@@ -113,18 +120,19 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
     for key in ("store", "space"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key!r} must be a string")
+    store = data.get("store")
+    if store is not None:
+        try:
+            check_store_url(store)
+            store = resolve_store_url(store, None)
+        except StoreUrlError as exc:
+            raise ConfigError(f"{path}: 'store': {exc.message}") from None
     raw_sources = data.get("sources", {})
     if not isinstance(raw_sources, dict):
         raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables")
     sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
     check_unique_source_ids(sources, path)
-    return Config(
-        path=path,
-        sources=tuple(sources),
-        store=data.get("store"),
-        space=data.get("space"),
-        from_file=True,
-    )
+    return Config(path=path, sources=tuple(sources), store=store, space=data.get("space"), from_file=True)
 
 
 def check_unique_source_ids(configs: Iterable[AgentSourceConfig], path: Path | str = "configuration") -> None:

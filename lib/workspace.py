@@ -9,7 +9,7 @@ line, the host and the worker all open a Workspace; none of them repeats these r
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,60 +21,98 @@ from lib.fabric.identity import Identity, load_or_create_identity
 from lib.fabric.publish_lock import describe_holder
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.store import open_store
+from lib.fabric.store_url import is_memory_url, resolve_store_url, sqlite_path
 from lib.fabric.target import FabricTarget, PublishedSession, TargetError
 from lib.git_context import GitContextResolver
 from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 
-def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "agentctl"
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/agentctl`, else `~/.local/state/agentctl` (a relative
+    XDG_STATE_HOME is ignored, as the XDG specification says)."""
+    base = (os.environ if environ is None else environ).get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "agentctl"
+
+
+def working_directory() -> Path:
+    """The directory relative paths are resolved against, read once."""
+    try:
+        return Path(os.getcwd())
+    except OSError as exc:
+        raise UsageError(
+            "no-working-directory",
+            f"the working directory cannot be read ({exc.strerror}); cd to a directory that exists",
+        ) from None
+
+
+def absolute_path(value: str | os.PathLike[str] | None, what: str, base: Path) -> Path | None:
+    """`value` with `~` expanded and made absolute against `base` (None stays None)."""
+    if value is None:
+        return None
+    text = os.fspath(value)
+    if not text:
+        raise UsageError("bad-path", f"the {what} is empty; give a path, or leave it out for the default")
+    if "\0" in text:
+        raise UsageError("bad-path", f"the {what} {text!r} holds a NUL character; give a path")
+    return base / os.path.expanduser(text)
 
 
 class Workspace:
     """Options left None take their defaults: the environment, then the configuration
-    file, then the built-in values. `notify` receives messages for people (a publish
-    lock being waited for)."""
+    file, then the built-in values. Relative paths (and `sqlite:` URLs with a relative
+    path) are resolved against the working directory once, here. `notify` receives
+    messages for people (a publish lock being waited for)."""
 
     def __init__(
         self,
         *,
-        config_path: str | None = None,
+        config_path: str | os.PathLike[str] | None = None,
         store_url: str | None = None,
         space: str | None = None,
-        identity_path: str | None = None,
-        state_dir: str | None = None,
+        identity_path: str | os.PathLike[str] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        self.config_path = config_path
-        self.store_url = store_url
+        base = working_directory()
+        self.config_path = absolute_path(config_path, "configuration file", base)
+        self.identity_path = absolute_path(identity_path, "identity file", base)
+        self.state_dir = absolute_path(state_dir, "state directory", base)
+        self.store_url = self._store_url(store_url, base)
         self.space = space
-        self.identity_path = identity_path
-        self.state_dir = state_dir
         self.lock_timeout = lock_timeout
         self._notify = notify or (lambda _message: None)
         self._config: Config | None = None
         self._identity: Identity | None = None
         self._target: FabricTarget | None = None
 
+    @staticmethod
+    def _store_url(url: str | None, base: Path) -> str | None:
+        if url is None:
+            return None
+        if not url:
+            raise UsageError("bad-store-url", "the store URL is empty; give one, like sqlite:///home/me/fabric.db")
+        return resolve_store_url(url, base)
+
     # -- configuration and identity -------------------------------------------------------
 
     @property
     def config(self) -> Config:
         if self._config is None:
-            self._config = load_config(Path(self.config_path) if self.config_path else None)
+            self._config = load_config(self.config_path)
         return self._config
 
     @property
     def state_path(self) -> Path:
-        return Path(self.state_dir).expanduser() if self.state_dir else default_state_dir()
+        return self.state_dir or default_state_dir()
 
     @property
     def identity(self) -> Identity:
         """The user's Ed25519 identity, created on first use in a private file."""
         if self._identity is None:
-            path = Path(self.identity_path).expanduser() if self.identity_path else self.state_path / "identity.json"
+            path = self.identity_path or self.state_path / "identity.json"
             self._identity = load_or_create_identity(path)
         return self._identity
 
@@ -99,8 +137,17 @@ class Workspace:
 
     @property
     def resolved_store_url(self) -> str:
-        url = self.store_url or self.config.store
-        return url or f"sqlite:///{self.state_path / 'fabric.sqlite3'}"
+        url = self.store_url or self.config.store or self._default_store_url()
+        if is_memory_url(url):
+            raise UsageError(
+                "store-in-memory",
+                f"{url} is a store that vanishes when agentctl exits, so nothing written to it "
+                "would be kept; give a file, like sqlite:///home/me/fabric.db",
+            )
+        return url
+
+    def _default_store_url(self) -> str:
+        return f"sqlite://{self.state_path / 'fabric.sqlite3'}"
 
     @property
     def space_did(self) -> str:
@@ -108,8 +155,8 @@ class Workspace:
         return self.space or self.config.space or self.identity.did
 
     def store_exists(self) -> bool:
-        url = self.resolved_store_url
-        return not url.startswith("sqlite:///") or Path(url[len("sqlite://"):]).exists()
+        path = sqlite_path(self.resolved_store_url)
+        return path is None or Path(path).exists()
 
     def open_target(self, *, read_only: bool = False) -> FabricTarget:
         """The Fabric target for the store and space, owned by the user's identity.
