@@ -18,6 +18,7 @@ from lib.drivers.base import AgentDriver
 from lib.drivers.registry import create_driver, describe_source
 from lib.errors import CodedError, UsageError
 from lib.fabric.identity import Identity, load_or_create_identity
+from lib.fabric.private_paths import ensure_private_directory
 from lib.fabric.publish_lock import describe_holder
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.store import open_store
@@ -63,7 +64,8 @@ class Workspace:
     """Options left None take their defaults: the environment, then the configuration
     file, then the built-in values. Relative paths (and `sqlite:` URLs with a relative
     path) are resolved against the working directory once, here. `notify` receives
-    messages for people (a publish lock being waited for)."""
+    messages for people (a publish lock being waited for); `notice` the lines saying
+    what was done to make the state private (default: `notify`)."""
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class Workspace:
         state_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
         notify: Callable[[str], None] | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         base = working_directory()
         self.config_path = absolute_path(config_path, "configuration file", base)
@@ -84,9 +87,11 @@ class Workspace:
         self.space = space
         self.lock_timeout = lock_timeout
         self._notify = notify or (lambda _message: None)
+        self._notice = notice or self._notify
         self._config: Config | None = None
         self._identity: Identity | None = None
         self._target: FabricTarget | None = None
+        self._state_checked = False
 
     @staticmethod
     def _store_url(url: str | None, base: Path) -> str | None:
@@ -108,11 +113,26 @@ class Workspace:
     def state_path(self) -> Path:
         return self.state_dir or default_state_dir()
 
+    def private_state_path(self) -> Path:
+        """The state directory, created mode 0700 or checked (once per run): refused when
+        it is a symlink, not a directory or another user's; tightened when loose."""
+        path = self.state_path
+        if not self._state_checked:
+            fix = "agentctl keeps its state only in a real directory of your own: choose one with --state-dir or AGENTCTL_STATE_DIR"
+            try:
+                ensure_private_directory(path, what="state directory", fix=fix,
+                                         code="unsafe-state-directory", notice=self._notice)
+            except OSError as exc:
+                raise UsageError("state-directory-uncreatable",
+                                 f"cannot create state directory {path} ({exc.strerror}); {fix}") from None
+            self._state_checked = True
+        return path
+
     @property
     def identity(self) -> Identity:
         """The user's Ed25519 identity, created on first use in a private file."""
         if self._identity is None:
-            path = self.identity_path or self.state_path / "identity.json"
+            path = self.identity_path or self.private_state_path() / "identity.json"
             self._identity = load_or_create_identity(path)
         return self._identity
 
@@ -166,7 +186,9 @@ class Workspace:
         if self._target is not None and (read_only or not self._target.read_only):
             return self._target
         url = self.resolved_store_url
-        store = open_store(url)  # a bad URL is a usage error (StoreUrlError)
+        if url == self._default_store_url():
+            self.private_state_path()
+        store = open_store(url, notice=self._notice)  # a bad URL is a usage error (StoreUrlError)
         try:
             target = FabricTarget.open(
                 store,

@@ -395,9 +395,10 @@ class Store(abc.ABC):
         the current rows, without taking the write lock, and return the head."""
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, notice: Callable[[str], None] | None = None) -> Store:
     """A store from its URL (store_url.py): `sqlite:///abs/path.db` or
-    `sqlite:///:memory:`; a relative path must be resolved first (`resolve_store_url`)."""
+    `sqlite:///:memory:`; a relative path must be resolved first (`resolve_store_url`).
+    `notice` hears what was done to make the store's files private."""
     from lib.fabric.store_url import MEMORY, check_store_url, sqlite_path
 
     check_store_url(url)
@@ -412,4 +413,4 @@ def open_store(url: str) -> Store:
             f"the store URL {url} names a relative path; resolve it first (agentctl resolves "
             f"it against the working directory) or write it absolute, like sqlite:///home/me/fabric.db",
         )
-    return SQLiteStore(path)
+    return SQLiteStore(path, notice=notice)
