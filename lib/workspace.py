@@ -17,7 +17,7 @@ from lib.config import Config, builtin_source_homes, default_config_path, load_c
 from lib.drivers.base import AgentDriver
 from lib.drivers.registry import create_driver, describe_source
 from lib.errors import CodedError, UsageError
-from lib.fabric.identity import Identity, load_or_create_identity
+from lib.fabric.identity import DID_FORM, Identity, is_did, load_or_create_identity
 from lib.fabric.private_paths import ensure_private_directory
 from lib.fabric.publish_lock import describe_holder
 from lib.fabric.session_reader import SessionReader
@@ -84,6 +84,9 @@ class Workspace:
         self.identity_path = absolute_path(identity_path, "identity file", base)
         self.state_dir = absolute_path(state_dir, "state directory", base)
         self.store_url = self._store_url(store_url, base)
+        if space is not None and not is_did(space):
+            raise UsageError("bad-space", f"space {space!r} is not a DID ({DID_FORM}); give a DID, or leave "
+                                          "it out to use your own")
         self.space = space
         self.lock_timeout = lock_timeout
         self._notify = notify or (lambda _message: None)
