@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lib.config import Config, builtin_source_homes, default_config_path, load_config
-from lib.drivers.base import AgentDriver
+from lib.drivers.base import AgentDriver, DriverUnavailable
 from lib.drivers.registry import create_driver, describe_source
-from lib.errors import CodedError, UsageError
+from lib.errors import CodedError, ExitCode, UsageError
 from lib.fabric.identity import DID_FORM, Identity, is_did, load_or_create_identity
 from lib.fabric.private_paths import ensure_private_directory
 from lib.fabric.publish_lock import describe_holder
@@ -245,7 +245,15 @@ class Workspace:
         return source
 
     def create_driver(self, source_id: str) -> AgentDriver:
-        return create_driver(self.source_config(source_id))
+        config = self.source_config(source_id)
+        if config.cwd is not None and not os.path.isdir(config.cwd):
+            # checked here: a child started in a missing directory reads as a missing program
+            where = f"[sources.{config.id}] in {self.config.path or 'the configuration'}"
+            raise SourceDirectoryMissing(
+                "source-cwd-missing",
+                f"'cwd' {config.cwd} ({where}) is not a directory; create it or change 'cwd'",
+            )
+        return create_driver(config)
 
     def describe_source(self, source_id: str) -> SourceDescriptor:
         """A configured source's descriptor, without creating its driver."""
@@ -285,6 +293,13 @@ class Workspace:
                 f"in {default_config_path()}",
             )
         return found
+
+
+class SourceDirectoryMissing(DriverUnavailable):
+    """A source's `cwd` is not a directory: the configuration must change (exit 2); in a
+    sync, that source is reported and the others go on, like any source that cannot start."""
+
+    exit_code = ExitCode.USAGE
 
 
 class UnknownSourceInRecords(CodedError, ValueError):
