@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import traceback
 
@@ -66,8 +67,13 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("agentctl: aborted", err=True)
         sys.exit(ExitCode.FAILURE)
+    except click.UsageError as exc:
+        # click's three lines (Usage, Try, Error) as one: what was wrong; where to look
+        command = exc.ctx.command_path if exc.ctx is not None else "agentctl"
+        click.echo(f"agentctl: {one_line(exc.format_message())}; see {command} --help", err=True)
+        sys.exit(ExitCode.USAGE)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"agentctl: {one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -86,4 +92,13 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-__all__ = ["cli", "main"]
+def one_line(message: str) -> str:
+    """A click message as one lowercase clause: "No such option: --x. Did you mean
+    --y?" becomes "no such option: --x (did you mean --y?)"."""
+    text = " ".join(message.split())
+    text = re.sub(r"\.? ?Did you mean (.*)$", r" (did you mean \1)", text)
+    text = text.rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+__all__ = ["cli", "main", "one_line"]

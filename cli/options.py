@@ -14,8 +14,21 @@ import click
 from click.core import ParameterSource
 
 from cli.context import AppContext
+from lib.fabric.identity import DID_FORM, is_did
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class SpaceDid(click.ParamType):
+    """A space is named by a DID (`did:` + method + `:` + id); anything else is a usage error."""
+
+    name = "DID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not is_did(value):
+            self.fail(f"{value!r} is not a DID ({DID_FORM})", param, ctx)
+        return value
+
 
 # (declarations, attributes) of each option; the names are the Workspace's arguments.
 WORKSPACE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
@@ -23,7 +36,7 @@ WORKSPACE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
                                        help="Configuration file (default ~/.config/agentctl/config.toml).")),
     (("--store", "store_url"), dict(envvar="AGENTCTL_STORE",
                                     help="Store URL (default sqlite:///<state dir>/fabric.sqlite3).")),
-    (("--space", "space"), dict(envvar="AGENTCTL_SPACE",
+    (("--space", "space"), dict(envvar="AGENTCTL_SPACE", type=SpaceDid(),
                                 help="Space DID to publish into (default: your identity's DID).")),
     (("--identity", "identity_path"), dict(envvar="AGENTCTL_IDENTITY", type=click.Path(dir_okay=False),
                                            help="Ed25519 identity key file (default <state dir>/identity.json).")),

@@ -30,9 +30,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from lib.errors import UsageError
+from lib.fabric.identity import DID_FORM, is_did
+from lib.fabric.store import StoreUrlError
+from lib.fabric.store_url import check_store_url, resolve_store_url
 from lib.types import AgentSourceConfig, normalize_source_id
 
 TOP_LEVEL_KEYS = frozenset({"store", "space", "sources"})
+PATH_FIELDS = ("cwd", "config_dir", "codex_bin", "codex_home", "codex_socket")  # `~` is expanded
+MAX_CONFIG_BYTES = 1024 * 1024
 SOURCE_KEYS = frozenset(AgentSourceConfig.model_fields[name].alias or name for name in AgentSourceConfig.model_fields) - {"id"}
 
 
@@ -64,11 +69,16 @@ class Config:
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$AGENTCTL_CONFIG` (relative to the working directory), else
+    `$XDG_CONFIG_HOME/agentctl/config.toml` (a relative XDG_CONFIG_HOME is ignored, as the
+    XDG specification says), else `~/.config/agentctl/config.toml`."""
     env = os.environ if environ is None else environ
     if env.get("AGENTCTL_CONFIG"):
-        return Path(env["AGENTCTL_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / "agentctl" / "config.toml"
+        return Path(os.path.abspath(os.path.expanduser(env["AGENTCTL_CONFIG"])))
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "agentctl" / "config.toml"
 
 
 def builtin_sources() -> tuple[AgentSourceConfig, ...]:
@@ -98,11 +108,23 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
             raise ConfigError(f"{config_path}: configuration file not found; create it or unset AGENTCTL_CONFIG")
         return Config(path=None, sources=builtin_sources())
     try:
-        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{config_path}: cannot read the configuration file ({exc.__class__.__name__})") from None
+        with open(config_path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{config_path}: cannot read the configuration file ({exc.strerror})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{config_path}: the configuration file is larger than {MAX_CONFIG_BYTES // 1024} KiB; "
+                          "is it the right file?")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{config_path}: not UTF-8 (byte {exc.start}); TOML files are UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{config_path}: not valid TOML here: arrays or tables nested too deeply") from None
     return parse_config(data, config_path)
 
 
@@ -110,21 +132,54 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
     unknown = sorted(set(data) - TOP_LEVEL_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+    nul = _key_holding_nul(data)
+    if nul is not None:
+        raise ConfigError(f"{path}: {nul!r}: a NUL character is not allowed in the configuration")
     for key in ("store", "space"):
         if key in data and not isinstance(data[key], str):
-            raise ConfigError(f"{path}: {key!r} must be a string")
+            raise ConfigError(f"{path}: {key!r} must be a string (got {_kind(data[key])})")
+    store = data.get("store")
+    if store is not None:
+        try:
+            check_store_url(store)
+            store = resolve_store_url(store, None)
+        except StoreUrlError as exc:
+            raise ConfigError(f"{path}: 'store': {exc.message}") from None
+    space = data.get("space")
+    if space is not None and not is_did(space):
+        raise ConfigError(f"{path}: 'space': {space!r} is not a DID ({DID_FORM})")
     raw_sources = data.get("sources", {})
     if not isinstance(raw_sources, dict):
-        raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables")
+        raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables (got {_kind(raw_sources)})")
     sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
     check_unique_source_ids(sources, path)
-    return Config(
-        path=path,
-        sources=tuple(sources),
-        store=data.get("store"),
-        space=data.get("space"),
-        from_file=True,
-    )
+    return Config(path=path, sources=tuple(sources), store=store, space=space, from_file=True)
+
+
+def _key_holding_nul(value: Any, where: str = "") -> str | None:
+    """The dotted key of the first key or string holding a NUL character (a path or an
+    argument no program can be given), else None."""
+    if isinstance(value, str):
+        return where if "\0" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = f"{where}.{key}" if where else str(key)
+        if "\0" in str(key):
+            return inner
+        found = _key_holding_nul(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _kind(value: Any) -> str:
+    """A TOML value's type, as the configuration's messages name it."""
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+             (list, "an array"), (dict, "a table"))
+    for kind, name in kinds:
+        if isinstance(value, kind):
+            return name
+    return "a date or time"
 
 
 def check_unique_source_ids(configs: Iterable[AgentSourceConfig], path: Path | str = "configuration") -> None:
@@ -134,6 +189,8 @@ def check_unique_source_ids(configs: Iterable[AgentSourceConfig], path: Path | s
         key = normalize_source_id(config.id)
         if not key:
             raise ConfigError(f"{path}: a source id must not be empty")
+        if any(ch < " " or "\x7f" <= ch <= "\x9f" for ch in key):
+            raise ConfigError(f"{path}: source id {config.id!r} holds a control character; give it another id")
         if key in seen:
             raise ConfigError(
                 f"{path}: source ids {seen[key]!r} and {config.id!r} are the same once trimmed "
@@ -151,16 +208,21 @@ def _parse_source(source_id: str, table: Any, path: Path) -> AgentSourceConfig:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(SOURCE_KEYS))})")
     if "driver" not in table:
         raise ConfigError(f"{where}: 'driver' is required (codex-app-server, claude-agent-sdk or acp)")
-    values = dict(table)
-    for key in ("cwd", "configDir", "codexBin", "codexHome", "codexSocket"):
-        if isinstance(values.get(key), str):
-            values[key] = os.path.expanduser(values[key])
     try:
-        source = AgentSourceConfig.model_validate({"id": source_id, **values})
+        source = AgentSourceConfig.model_validate({"id": source_id, **table})
     except ValidationError as exc:
         first = exc.errors()[0]
         field_name = ".".join(str(part) for part in first["loc"]) or "source"
-        raise ConfigError(f"{where}: {field_name}: {first['msg']}") from None
+        given = first.get("input")
+        got = ""
+        if first["type"].endswith("_type") or (first["type"] == "literal_error" and not isinstance(given, str)):
+            got = f" (got {_kind(given)})"
+        elif first["type"] == "literal_error":
+            got = f" (got {given!r})"
+        raise ConfigError(f"{where}: {field_name}: {first['msg']}{got}") from None
+    source = source.model_copy(update={
+        name: os.path.expanduser(value) for name in PATH_FIELDS if isinstance(value := getattr(source, name), str)
+    })
     if source.driver == "acp" and not source.command:
         # An ACP agent is whatever program the user runs: there is no default to derive.
         raise ConfigError(f"{where}: an acp source needs 'command', the agent program and its "

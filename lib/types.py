@@ -38,9 +38,11 @@ class WireModel(BaseModel):
 
 
 class AgentSourceConfig(WireModel):
-    """One logical agent source, as the host configures it."""
+    """One logical agent source, as the host configures it. Strict: every field takes
+    its own type only (`enabled = "false"` is an error, not True), and every string is
+    one a program can be given (no NUL; environment names without `=`)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
     id: str
     driver: DriverKind
@@ -60,6 +62,25 @@ class AgentSourceConfig(WireModel):
     def _command_not_empty(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or not value[0]):
             raise ValueError("command must name a program")
+        if value is not None and any("\0" in part for part in value):
+            raise ValueError("an argument must not contain a NUL character")
+        return value
+
+    @field_validator("id", "cwd", "config_dir", "codex_bin", "codex_home", "codex_socket")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\0" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _environment_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} cannot be an environment variable name (empty, or holds '=' or NUL)")
+            if "\0" in text:
+                raise ValueError(f"the value of {name} must not contain a NUL character")
         return value
 
 

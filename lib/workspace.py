@@ -9,72 +9,133 @@ line, the host and the worker all open a Workspace; none of them repeats these r
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from lib.config import Config, builtin_source_homes, default_config_path, load_config
-from lib.drivers.base import AgentDriver
+from lib.drivers.base import AgentDriver, DriverUnavailable
 from lib.drivers.registry import create_driver, describe_source
-from lib.errors import CodedError, UsageError
-from lib.fabric.identity import Identity, load_or_create_identity
+from lib.errors import CodedError, ExitCode, UsageError
+from lib.fabric.identity import DID_FORM, Identity, is_did, load_or_create_identity
+from lib.fabric.private_paths import ensure_private_directory
 from lib.fabric.publish_lock import describe_holder
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.store import open_store
+from lib.fabric.store_url import is_memory_url, resolve_store_url, sqlite_path
 from lib.fabric.target import FabricTarget, PublishedSession, TargetError
 from lib.git_context import GitContextResolver
 from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 
-def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "agentctl"
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/agentctl`, else `~/.local/state/agentctl` (a relative
+    XDG_STATE_HOME is ignored, as the XDG specification says)."""
+    base = (os.environ if environ is None else environ).get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "agentctl"
+
+
+def working_directory() -> Path:
+    """The directory relative paths are resolved against, read once."""
+    try:
+        return Path(os.getcwd())
+    except OSError as exc:
+        raise UsageError(
+            "no-working-directory",
+            f"the working directory cannot be read ({exc.strerror}); cd to a directory that exists",
+        ) from None
+
+
+def absolute_path(value: str | os.PathLike[str] | None, what: str, base: Path) -> Path | None:
+    """`value` with `~` expanded and made absolute against `base` (None stays None)."""
+    if value is None:
+        return None
+    text = os.fspath(value)
+    if not text:
+        raise UsageError("bad-path", f"the {what} is empty; give a path, or leave it out for the default")
+    if "\0" in text:
+        raise UsageError("bad-path", f"the {what} {text!r} holds a NUL character; give a path")
+    return base / os.path.expanduser(text)
 
 
 class Workspace:
     """Options left None take their defaults: the environment, then the configuration
-    file, then the built-in values. `notify` receives messages for people (a publish
-    lock being waited for)."""
+    file, then the built-in values. Relative paths (and `sqlite:` URLs with a relative
+    path) are resolved against the working directory once, here. `notify` receives
+    messages for people (a publish lock being waited for); `notice` the lines saying
+    what was done to make the state private (default: `notify`)."""
 
     def __init__(
         self,
         *,
-        config_path: str | None = None,
+        config_path: str | os.PathLike[str] | None = None,
         store_url: str | None = None,
         space: str | None = None,
-        identity_path: str | None = None,
-        state_dir: str | None = None,
+        identity_path: str | os.PathLike[str] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
         lock_timeout: float | None = None,
         notify: Callable[[str], None] | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
-        self.config_path = config_path
-        self.store_url = store_url
+        base = working_directory()
+        self.config_path = absolute_path(config_path, "configuration file", base)
+        self.identity_path = absolute_path(identity_path, "identity file", base)
+        self.state_dir = absolute_path(state_dir, "state directory", base)
+        self.store_url = self._store_url(store_url, base)
+        if space is not None and not is_did(space):
+            raise UsageError("bad-space", f"space {space!r} is not a DID ({DID_FORM}); give a DID, or leave "
+                                          "it out to use your own")
         self.space = space
-        self.identity_path = identity_path
-        self.state_dir = state_dir
         self.lock_timeout = lock_timeout
         self._notify = notify or (lambda _message: None)
+        self._notice = notice or self._notify
         self._config: Config | None = None
         self._identity: Identity | None = None
         self._target: FabricTarget | None = None
+        self._state_checked = False
+
+    @staticmethod
+    def _store_url(url: str | None, base: Path) -> str | None:
+        if url is None:
+            return None
+        if not url:
+            raise UsageError("bad-store-url", "the store URL is empty; give one, like sqlite:///home/me/fabric.db")
+        return resolve_store_url(url, base)
 
     # -- configuration and identity -------------------------------------------------------
 
     @property
     def config(self) -> Config:
         if self._config is None:
-            self._config = load_config(Path(self.config_path) if self.config_path else None)
+            self._config = load_config(self.config_path)
         return self._config
 
     @property
     def state_path(self) -> Path:
-        return Path(self.state_dir).expanduser() if self.state_dir else default_state_dir()
+        return self.state_dir or default_state_dir()
+
+    def private_state_path(self) -> Path:
+        """The state directory, created mode 0700 or checked (once per run): refused when
+        it is a symlink, not a directory or another user's; tightened when loose."""
+        path = self.state_path
+        if not self._state_checked:
+            fix = "agentctl keeps its state only in a real directory of your own: choose one with --state-dir or AGENTCTL_STATE_DIR"
+            try:
+                ensure_private_directory(path, what="state directory", fix=fix,
+                                         code="unsafe-state-directory", notice=self._notice)
+            except OSError as exc:
+                raise UsageError("state-directory-uncreatable",
+                                 f"cannot create state directory {path} ({exc.strerror}); {fix}") from None
+            self._state_checked = True
+        return path
 
     @property
     def identity(self) -> Identity:
         """The user's Ed25519 identity, created on first use in a private file."""
         if self._identity is None:
-            path = Path(self.identity_path).expanduser() if self.identity_path else self.state_path / "identity.json"
+            path = self.identity_path or self.private_state_path() / "identity.json"
             self._identity = load_or_create_identity(path)
         return self._identity
 
@@ -99,8 +160,17 @@ class Workspace:
 
     @property
     def resolved_store_url(self) -> str:
-        url = self.store_url or self.config.store
-        return url or f"sqlite:///{self.state_path / 'fabric.sqlite3'}"
+        url = self.store_url or self.config.store or self._default_store_url()
+        if is_memory_url(url):
+            raise UsageError(
+                "store-in-memory",
+                f"{url} is a store that vanishes when agentctl exits, so nothing written to it "
+                "would be kept; give a file, like sqlite:///home/me/fabric.db",
+            )
+        return url
+
+    def _default_store_url(self) -> str:
+        return f"sqlite://{self.state_path / 'fabric.sqlite3'}"
 
     @property
     def space_did(self) -> str:
@@ -108,8 +178,8 @@ class Workspace:
         return self.space or self.config.space or self.identity.did
 
     def store_exists(self) -> bool:
-        url = self.resolved_store_url
-        return not url.startswith("sqlite:///") or Path(url[len("sqlite://"):]).exists()
+        path = sqlite_path(self.resolved_store_url)
+        return path is None or Path(path).exists()
 
     def open_target(self, *, read_only: bool = False) -> FabricTarget:
         """The Fabric target for the store and space, owned by the user's identity.
@@ -119,7 +189,9 @@ class Workspace:
         if self._target is not None and (read_only or not self._target.read_only):
             return self._target
         url = self.resolved_store_url
-        store = open_store(url)  # a bad URL is a usage error (StoreUrlError)
+        if url == self._default_store_url():
+            self.private_state_path()
+        store = open_store(url, notice=self._notice)  # a bad URL is a usage error (StoreUrlError)
         try:
             target = FabricTarget.open(
                 store,
@@ -173,7 +245,15 @@ class Workspace:
         return source
 
     def create_driver(self, source_id: str) -> AgentDriver:
-        return create_driver(self.source_config(source_id))
+        config = self.source_config(source_id)
+        if config.cwd is not None and not os.path.isdir(config.cwd):
+            # checked here: a child started in a missing directory reads as a missing program
+            where = f"[sources.{config.id}] in {self.config.path or 'the configuration'}"
+            raise SourceDirectoryMissing(
+                "source-cwd-missing",
+                f"'cwd' {config.cwd} ({where}) is not a directory; create it or change 'cwd'",
+            )
+        return create_driver(config)
 
     def describe_source(self, source_id: str) -> SourceDescriptor:
         """A configured source's descriptor, without creating its driver."""
@@ -213,6 +293,13 @@ class Workspace:
                 f"in {default_config_path()}",
             )
         return found
+
+
+class SourceDirectoryMissing(DriverUnavailable):
+    """A source's `cwd` is not a directory: the configuration must change (exit 2); in a
+    sync, that source is reported and the others go on, like any source that cannot start."""
+
+    exit_code = ExitCode.USAGE
 
 
 class UnknownSourceInRecords(CodedError, ValueError):

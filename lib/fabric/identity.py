@@ -19,6 +19,7 @@ import binascii
 import errno
 import json
 import os
+import re
 import secrets
 import stat
 from dataclasses import dataclass, field
@@ -49,6 +50,20 @@ def base58btc(data: bytes) -> str:
         digits.append(_BASE58[rest])
     zeros = len(data) - len(data.lstrip(b"\0"))
     return "1" * zeros + "".join(reversed(digits))
+
+
+# W3C DID syntax: did:<method>:<method-specific id>; the method is lowercase letters and
+# digits, the id ALPHA / DIGIT / "." / "-" / "_" / percent-escapes, in ":"-joined parts,
+# the last one not empty.
+_ID_CHAR = r"(?:[A-Za-z0-9._-]|%[0-9A-Fa-f]{2})"
+_DID = re.compile(rf"did:[a-z0-9]+:(?:{_ID_CHAR}*:)*{_ID_CHAR}+")
+DID_MAX_LENGTH = 2048
+DID_FORM = "did:<method>:<id>, like did:key:z6Mk…"
+
+
+def is_did(text: object) -> bool:
+    """Whether `text` is a DID (`did:` + method + `:` + id, W3C DID syntax) of a sane length."""
+    return isinstance(text, str) and len(text) <= DID_MAX_LENGTH and _DID.fullmatch(text) is not None
 
 
 def did_key(public_key: bytes) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 
 import filelock
 
+from lib.errors import ExitCode
+from lib.fabric.private_paths import ownership_problem
 from lib.fabric.store import StoreError
 from lib.fabric.store_lock import StoreLock
 
@@ -36,7 +38,10 @@ _NOTE_LIMIT = 64 * 1024
 
 
 class UnsafeLockDirectory(StoreError):
-    """A lock directory (or a file in it) that someone else could have planted."""
+    """A lock directory (or a file in it) that someone else could have planted: the user
+    must look at it, like any state path agentctl refuses (exit 2)."""
+
+    exit_code = ExitCode.USAGE
 
 
 def lock_directory_for(database: str | os.PathLike[str]) -> Path:
@@ -69,12 +74,9 @@ def ensure_private_directory(path: Path) -> None:
             f"cannot create lock directory {path}: {exc.strerror}",
         ) from None
     info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise _unsafe(path, "is a symbolic link")
-    if not stat.S_ISDIR(info.st_mode):
-        raise _unsafe(path, "is not a directory")
-    if info.st_uid != os.geteuid():
-        raise _unsafe(path, f"belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})")
+    problem = ownership_problem(info, directory=True)
+    if problem is not None:
+        raise _unsafe(path, problem)
     if info.st_mode & 0o022:
         raise _unsafe(path, f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})")
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from lib.fabric import values
 from lib.fabric.lock_files import FileStoreLock
+from lib.fabric.private_paths import Notice
+from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.store import (
     CommitPlan,
     Document,
@@ -82,7 +84,9 @@ _UPSERT = (
 class SQLiteStore(Store):
     """A Store in one SQLite file (or `:memory:`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, notice: Notice | None = None
+    ) -> None:
         self._memory = str(path) == ":memory:"
         self._path = ":memory:" if self._memory else str(Path(path).absolute())
         self._busy_timeout = busy_timeout
@@ -97,7 +101,7 @@ class SQLiteStore(Store):
         self._pid = os.getpid()
         self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
-            _create_private_file(Path(self._path))
+            private_database_files(Path(self._path), notice)
         with self._connection() as conn:
             self._initialize(conn)
 
@@ -407,19 +411,3 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-
-
-def _create_private_file(path: Path) -> None:
-    """Create the database file (and its directories) private before SQLite opens it;
-    SQLite gives its -wal and -shm files the database file's mode."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        raise StoreError(
-            "store-unavailable",
-            f"cannot create store {path}: {exc.strerror}",
-        ) from None
-    os.close(fd)

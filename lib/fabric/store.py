@@ -395,21 +395,22 @@ class Store(abc.ABC):
         the current rows, without taking the write lock, and return the head."""
 
 
-def open_store(url: str) -> Store:
-    """A store from its URL: `sqlite:///abs/path.db` or `sqlite:///:memory:`."""
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme == "sqlite":
-        from lib.fabric.sqlite_store import SQLiteStore
+def open_store(url: str, *, notice: Callable[[str], None] | None = None) -> Store:
+    """A store from its URL (store_url.py): `sqlite:///abs/path.db` or
+    `sqlite:///:memory:`; a relative path must be resolved first (`resolve_store_url`).
+    `notice` hears what was done to make the store's files private."""
+    from lib.fabric.store_url import MEMORY, check_store_url, sqlite_path
 
-        if rest == "/:memory:":
-            return SQLiteStore(":memory:")
-        if not rest.startswith("/") or rest == "/":
-            raise StoreUrlError(
-                "store-url-invalid",
-                f"a sqlite store URL names an absolute path, like sqlite:///home/me/fabric.db: {url}",
-            )
-        return SQLiteStore(rest)
-    raise StoreUrlError(
-        "store-url-unsupported",
-        f"unknown store URL {url!r}: use sqlite:///absolute/path/to/fabric.db",
-    )
+    check_store_url(url)
+    path = sqlite_path(url)
+    from lib.fabric.sqlite_store import SQLiteStore
+
+    if path == MEMORY:
+        return SQLiteStore(MEMORY)
+    if not path.startswith("/"):
+        raise StoreUrlError(
+            "store-url-relative",
+            f"the store URL {url} names a relative path; resolve it first (agentctl resolves "
+            f"it against the working directory) or write it absolute, like sqlite:///home/me/fabric.db",
+        )
+    return SQLiteStore(path, notice=notice)

@@ -107,7 +107,7 @@ def test_a_lock_directory_planted_as_a_symlink_is_refused_and_nothing_is_written
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     lock_directory_for(database).symlink_to(elsewhere, target_is_directory=True)
-    with SQLiteStore(database) as store, pytest.raises(UnsafeLockDirectory) as caught:
+    with pytest.raises(UnsafeLockDirectory) as caught, SQLiteStore(database) as store:
         store.lock(SPACE, "publish").acquire(timeout=0)
     assert caught.value.code == "unsafe-lock-directory"
     assert str(lock_directory_for(database)) in caught.value.message
@@ -119,7 +119,7 @@ def test_a_lock_directory_others_can_write_is_refused_and_left_untouched(databas
     planted = lock_directory_for(database)
     planted.mkdir()
     planted.chmod(0o777)  # mkdir's mode is subject to the umask
-    with SQLiteStore(database) as store, pytest.raises(UnsafeLockDirectory) as caught:
+    with pytest.raises(UnsafeLockDirectory) as caught, SQLiteStore(database) as store:
         store.lock(SPACE, "publish").acquire(timeout=0)
     assert "writable by group or others" in caught.value.message
     assert isinstance(caught.value, StoreError)
@@ -132,7 +132,7 @@ def test_a_lock_directory_owned_by_another_user_is_refused(database):
     planted = lock_directory_for(database)
     planted.mkdir(mode=0o700)
     os.chown(planted, 4242, 4242)
-    with SQLiteStore(database) as store, pytest.raises(UnsafeLockDirectory) as caught:
+    with pytest.raises(UnsafeLockDirectory) as caught, SQLiteStore(database) as store:
         store.lock(SPACE, "publish").acquire(timeout=0)
     assert "belongs to uid 4242" in caught.value.message
     assert list(planted.iterdir()) == []
@@ -140,7 +140,7 @@ def test_a_lock_directory_owned_by_another_user_is_refused(database):
 
 def test_a_lock_directory_that_is_a_file_is_refused(database):
     lock_directory_for(database).write_text("not a directory")
-    with SQLiteStore(database) as store, pytest.raises(UnsafeLockDirectory) as caught:
+    with pytest.raises(UnsafeLockDirectory) as caught, SQLiteStore(database) as store:
         store.lock(SPACE, "publish").acquire(timeout=0)
     assert "not a directory" in caught.value.message
 

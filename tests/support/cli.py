@@ -47,10 +47,13 @@ def agentctl_env(state_dir: Path, config: Path | None = None, **extra: str) -> d
     return env
 
 
-def run(args: list[str], env: dict[str, str], input: str | None = None, timeout: float = 300) -> Run:
+def run(
+    args: list[str], env: dict[str, str], input: str | None = None, timeout: float = 300,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Run:
     done = subprocess.run(
         [AGENTCTL, *args], input=input, env=env, capture_output=True, text=True, timeout=timeout,
-        stdin=None if input is not None else subprocess.DEVNULL,
+        stdin=None if input is not None else subprocess.DEVNULL, cwd=cwd,
     )
     return Run(done.returncode, done.stdout, done.stderr)
 
