@@ -1,5 +1,6 @@
 """The state of one run of the JSON-RPC transport: one child process, its pending calls
-and notification waits, and how a run ends (every pending call rejected with one failure).
+and notification waits, where each message from the child goes, and how a run ends (every
+pending call rejected with one failure).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from lib.drivers.base import CancelSignal, DriverError
-from lib.drivers.child_channels import STDERR_TAIL_LINES, Channel
+from lib.drivers.child_channels import STDERR_TAIL_LINES, Channel, reason_from_stderr
 from lib.drivers.child_input import ChildInput
-from lib.drivers.jsonrpc_messages import Message, TransportClosed
+from lib.drivers.jsonrpc_messages import Message, RpcError, TransportClosed, predicate_matches
 
 
 class Slot:
@@ -67,6 +68,56 @@ class Run:
             slot.resolve(error=TransportClosed(failure.code, failure.message, sent=slot.sent))
         for slot in waiters:
             slot.resolve(error=failure)
+
+    def deliver_response(self, message: Message) -> None:
+        """A response resolves its pending request; one nobody waits for is dropped."""
+        with self.lock:
+            slot = self.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
+        if slot is None:
+            return  # an answer nobody waits for (its caller was cancelled)
+        error = message.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            code = error.get("code")
+            slot.resolve(error=RpcError(code if isinstance(code, int) else None,
+                                        str(error.get("message") or "unknown error"), error.get("data")))
+        else:
+            slot.resolve(message.get("result"))
+
+    def deliver_notification(self, message: Message) -> None:
+        """A notification is retained and satisfies every wait whose predicate accepts it."""
+        with self.lock:
+            self.retained.append(message)
+            matched = [slot for slot in self.waiters if predicate_matches(slot.predicate, message)]
+            for slot in matched:
+                self.waiters.remove(slot)
+        for slot in matched:
+            slot.resolve(message)
+
+    def exit_failure(self, detail: str | None) -> TransportClosed:
+        """The failure of a child that ended on its own: its exit code and its last words."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        stderr_thread = self.threads[0]
+        if stderr_thread is not threading.current_thread():
+            stderr_thread.join(timeout=2)  # its last lines usually hold the reason
+        what = f"{self.name} exited" + (f" with code {code}" if code is not None else "")
+        if code is None:
+            what = f"{self.name} closed its output"
+        reason = reason_from_stderr(list(self.stderr_tail))
+        text = what + (f": {detail}" if detail else "") + (f": {reason}" if reason else "")
+        return TransportClosed("transport-closed", text)
+
+    def kill(self) -> None:
+        """After a protocol fault, or half a message written, the stream cannot be trusted:
+        the child is ended."""
+        try:
+            self.process.kill()
+        except OSError:
+            pass
 
 
 def wait_for(event: threading.Event, signal: CancelSignal | None) -> None:

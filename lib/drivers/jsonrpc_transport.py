@@ -27,12 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from lib.drivers.base import CancelSignal
-from lib.drivers.child_channels import (
-    LineChannel,
-    WebSocketChannel,
-    drain_stderr,
-    reason_from_stderr,
-)
+from lib.drivers.child_channels import LineChannel, WebSocketChannel, drain_stderr
 from lib.drivers.child_input import ChildInput, WriteCancelled
 from lib.drivers.jsonrpc_messages import (
     Message,
@@ -239,7 +234,7 @@ class JsonRpcTransport:
                 run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped: a request "
                                          "was cancelled in the middle of writing to it"))
                 run.input.close()
-                self._kill(run)
+                run.kill()
             raise
         except (OSError, ValueError, WebSocketError):
             # A closed pipe usually means the child is exiting: give the reader a moment to
@@ -254,7 +249,7 @@ class JsonRpcTransport:
         try:
             run.channel.open()
         except (WebSocketError, OSError, ValueError) as exc:
-            run.fail(self._exit_failure(run, f"the WebSocket upgrade failed ({exc})"))
+            run.fail(run.exit_failure(f"the WebSocket upgrade failed ({exc})"))
             return
         run.opened.resolve()
         while run.failure is None:
@@ -263,11 +258,11 @@ class JsonRpcTransport:
             except (WebSocketError, OSError, ValueError) as exc:
                 if run.failure is None:
                     run.fail(TransportClosed("protocol-error", f"{self.name} broke the WebSocket protocol: {exc}"))
-                    self._kill(run)
+                    run.kill()
                 return
             if raw is None:
                 if run.failure is None:
-                    run.fail(self._exit_failure(run, None))
+                    run.fail(run.exit_failure(None))
                 return
             message = parse_message(raw)
             kind = classify_message(message)
@@ -275,42 +270,18 @@ class JsonRpcTransport:
                 shown = raw[:200].decode("utf-8", "replace").strip()
                 what = "a malformed line" if message is None else "a message that is not JSON-RPC"
                 run.fail(TransportClosed("protocol-error", f"{self.name} sent {what}: {shown!r}"))
-                self._kill(run)
+                run.kill()
                 return
             assert message is not None
             if kind == "response":
-                self._deliver_response(run, message)
+                run.deliver_response(message)
             elif kind == "request":
                 threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
             else:
-                self._deliver_notification(run, message)
-
-    def _deliver_response(self, run: Run, message: Message) -> None:
-        with run.lock:
-            slot = run.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
-        if slot is None:
-            return  # an answer nobody waits for (its caller was cancelled)
-        error = message.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"message": str(error)}
-            code = error.get("code")
-            slot.resolve(error=RpcError(code if isinstance(code, int) else None,
-                                        str(error.get("message") or "unknown error"), error.get("data")))
-        else:
-            slot.resolve(message.get("result"))
-
-    def _deliver_notification(self, run: Run, message: Message) -> None:
-        with run.lock:
-            run.retained.append(message)
-            matched = [slot for slot in run.waiters if predicate_matches(slot.predicate, message)]
-            for slot in matched:
-                run.waiters.remove(slot)
-        for slot in matched:
-            slot.resolve(message)
-        listener = self.on_notification
-        if listener is not None:
-            listener(message)
+                run.deliver_notification(message)
+                listener = self.on_notification
+                if listener is not None:
+                    listener(message)
 
     def _answer(self, run: Run, message: Message) -> None:
         handler = self.on_server_request
@@ -327,28 +298,4 @@ class JsonRpcTransport:
         try:
             self._send(run, reply)
         except TransportClosed:
-            pass
-
-    def _exit_failure(self, run: Run, detail: str | None) -> TransportClosed:
-        try:
-            code = run.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        stderr_thread = run.threads[0]
-        if stderr_thread is not threading.current_thread():
-            stderr_thread.join(timeout=2)  # its last lines usually hold the reason
-        what = f"{self.name} exited" + (f" with code {code}" if code is not None else "")
-        if code is None:
-            what = f"{self.name} closed its output"
-        reason = reason_from_stderr(list(run.stderr_tail))
-        text = what + (f": {detail}" if detail else "") + (f": {reason}" if reason else "")
-        return TransportClosed("transport-closed", text)
-
-    @staticmethod
-    def _kill(run: Run) -> None:
-        # After a protocol fault, or half a message written, the stream cannot be trusted:
-        # the child is ended.
-        try:
-            run.process.kill()
-        except OSError:
             pass
