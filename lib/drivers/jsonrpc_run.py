@@ -15,6 +15,7 @@ from typing import Any
 from lib.drivers.base import CancelSignal, DriverError
 from lib.drivers.child_channels import STDERR_TAIL_LINES, Channel, reason_from_stderr
 from lib.drivers.child_input import ChildInput
+from lib.drivers.child_output import OutputMeter, Stalled, StallWatch
 from lib.drivers.jsonrpc_messages import Message, RpcError, TransportClosed, predicate_matches
 
 
@@ -37,10 +38,11 @@ class Slot:
 class Run:
     """The state of one child process: replaced whole by every start()."""
 
-    def __init__(self, process: subprocess.Popen[bytes], child_input: ChildInput, channel: Channel,
-                 name: str, limit: int):
+    def __init__(self, process: subprocess.Popen[bytes], child_input: ChildInput, meter: OutputMeter,
+                 channel: Channel, name: str, limit: int):
         self.process = process
         self.input = child_input
+        self.meter = meter  # when the child last sent anything (the stall clock)
         self.channel = channel
         self.name = name
         self.lock = threading.Lock()
@@ -120,10 +122,22 @@ class Run:
             pass
 
 
-def wait_for(event: threading.Event, signal: CancelSignal | None) -> None:
-    """Block until `event` is set; a fired `signal` raises Cancelled instead."""
-    if signal is None:
+TICK_SECONDS = 0.05  # how often a wait looks at its cancel signal
+
+
+def wait_for(event: threading.Event, signal: CancelSignal | None, watch: StallWatch | None = None) -> None:
+    """Block until `event` is set; a fired `signal` raises Cancelled instead, and a `watch`
+    that runs out (nothing arrived from the child for its seconds) raises Stalled."""
+    if signal is None and watch is None:
         event.wait()
         return
-    while not event.wait(0.05):
-        signal.raise_if_cancelled()
+    while True:
+        timeout = TICK_SECONDS if watch is None else max(watch.remaining(), 0.0)
+        if signal is not None:
+            timeout = min(timeout, TICK_SECONDS)
+        if event.wait(timeout):
+            return
+        if signal is not None:
+            signal.raise_if_cancelled()
+        if watch is not None and watch.remaining() <= 0:
+            raise Stalled(watch.seconds)

@@ -7,9 +7,14 @@ apart by shape: a `method` with an `id` is a server request (Codex numbers those
 a `method` alone a notification, an `id` alone a response. The newest notifications are
 retained, so a waiter registered after its notification arrived is still satisfied.
 
-There are no timeouts: a request or wait ends when the child answers, when the caller's
-cancel signal fires, or when the run ends. The child exiting, a malformed message, or
-`stop()` rejects everything pending with a clear error. No write can hang the transport
+A request or wait ends when the child answers, when the caller's cancel signal fires, or
+when the run ends; there is no elapsed-time limit. Two bounds keep a broken child from
+hanging or exhausting its caller (see `child_output`): a message longer than
+`max_line_bytes` ends the run (`line-too-long`) without being held whole, and a call made
+with a `stall_timeout` (collection calls: start-up, inventory pages, reads; never a
+prompt) during which nothing at all arrives from the child for that long ends the run
+(`provider-stalled`). The child exiting, a malformed message, either bound, or `stop()`
+rejects everything pending with a clear error, and a fault ends the child. No write can hang the transport
 (see `child_input`): `stop()` gives up a write that waits on a child which stopped reading
 and kills that child at once, and a request cancelled while its message is half-written
 ends the run the same way (half a message cannot be taken back). stderr is drained into a
@@ -29,6 +34,7 @@ from typing import Any, Literal
 from lib.drivers.base import CancelSignal
 from lib.drivers.child_channels import LineChannel, WebSocketChannel, drain_stderr
 from lib.drivers.child_input import ChildInput, WriteCancelled
+from lib.drivers.child_output import LineTooLong, OutputMeter, Stalled, StallWatch, size_text
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -39,6 +45,7 @@ from lib.drivers.jsonrpc_messages import (
 )
 from lib.drivers.jsonrpc_run import Run, Slot, wait_for
 from lib.drivers.websocket_pipe import WebSocketError
+from lib.types import DEFAULT_MAX_LINE_BYTES
 
 Framing = Literal["lines", "websocket"]
 ServerRequestHandler = Callable[[str, Any], Any]
@@ -53,9 +60,11 @@ class JsonRpcTransport:
         notification_limit: int = 500,
         on_server_request: ServerRequestHandler | None = None,
         on_notification: NotificationListener | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self.name = name
         self.notification_limit = notification_limit
+        self.max_line_bytes = max_line_bytes
         self.on_server_request = on_server_request
         self.on_notification = on_notification
         self._run: Run | None = None
@@ -70,8 +79,11 @@ class JsonRpcTransport:
         cwd: str | None = None,
         framing: Framing = "lines",
         signal: CancelSignal | None = None,
+        stall_timeout: float | None = None,
     ) -> None:
-        """Spawn the child and open its channel; stops any earlier run first."""
+        """Spawn the child and open its channel; stops any earlier run first. With
+        `stall_timeout`, a channel that opens with nothing from the child (a WebSocket
+        upgrade never answered) for that long fails `provider-stalled`."""
         self.stop()
         process = subprocess.Popen(
             list(argv),
@@ -83,16 +95,20 @@ class JsonRpcTransport:
         )
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
         child_input = ChildInput(process.stdin)
-        run = Run(process, child_input, channel_class(process.stdout, child_input), self.name,
-                  self.notification_limit)
+        meter = OutputMeter(process.stdout)
+        run = Run(process, child_input, meter, channel_class(meter, child_input, self.max_line_bytes),
+                  self.name, self.notification_limit)
         self._run = run
         readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
         for target, args in readers:
             thread = threading.Thread(target=target, args=args, daemon=True, name=f"{self.name} reader")
             run.threads.append(thread)
             thread.start()
+        watch = StallWatch(meter, stall_timeout) if stall_timeout is not None else None
         try:
-            wait_for(run.opened.done, signal)
+            wait_for(run.opened.done, signal, watch)
+        except Stalled as stalled:
+            self._stalled(run, "the start", stalled)
         except BaseException:
             self.stop()
             raise
@@ -150,9 +166,15 @@ class JsonRpcTransport:
 
     # -- calls -----------------------------------------------------------------------
 
-    def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None) -> Any:
-        """Send a request and block until its result; raises RpcError or TransportClosed."""
+    def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
+                stall_timeout: float | None = None) -> Any:
+        """Send a request and block until its result; raises RpcError or TransportClosed.
+
+        With `stall_timeout`, the request fails with `provider-stalled` and the child is
+        ended when nothing at all arrives from it for that many seconds while it waits (any
+        message or part of one restarts the clock)."""
         run = self._current()
+        watch = StallWatch(run.meter, stall_timeout) if stall_timeout is not None else None
         slot = Slot()
         with run.lock:
             if run.failure is not None:
@@ -171,7 +193,10 @@ class JsonRpcTransport:
                 run.pending.pop(request_id, None)
             raise
         try:
-            wait_for(slot.done, signal)
+            try:
+                wait_for(slot.done, signal, watch)
+            except Stalled as stalled:
+                self._stalled(run, method, stalled)  # rejects this request too
         finally:
             with run.lock:
                 run.pending.pop(request_id, None)
@@ -255,6 +280,11 @@ class JsonRpcTransport:
         while run.failure is None:
             try:
                 raw = run.channel.receive()
+            except LineTooLong as exc:
+                run.fail(TransportClosed("line-too-long", f"{self.name} sent a line longer than "
+                                         f"{size_text(exc.limit)}; it was stopped"))
+                run.kill()
+                return
             except (WebSocketError, OSError, ValueError) as exc:
                 if run.failure is None:
                     run.fail(TransportClosed("protocol-error", f"{self.name} broke the WebSocket protocol: {exc}"))
@@ -299,3 +329,9 @@ class JsonRpcTransport:
             self._send(run, reply)
         except TransportClosed:
             pass
+
+    def _stalled(self, run: Run, what: str, stalled: Stalled) -> None:
+        """A watched call got nothing from the child in time: the run ends, the child too."""
+        run.fail(TransportClosed("provider-stalled", f"{self.name} sent nothing for {stalled.seconds:g} s "
+                                 f"while {what} waited for it; it was stopped"))
+        run.kill()
