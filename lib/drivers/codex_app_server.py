@@ -47,8 +47,11 @@ SOURCE_KINDS = [
 ]
 PAGE_SIZE = 100  # the most one thread/list returns
 NO_TURNS_YET = "list_turns is not supported yet"
-# The source setting to change when a fault bound stops a provider that was merely big or slow.
-FAULT_SETTINGS = {"provider-stalled": "stallTimeoutSeconds", "line-too-long": "maxLineBytes"}
+# The source setting to change when a fault bound stops a provider that was merely slow or big.
+FAULT_HINTS = {
+    "provider-stalled": "if the provider is only slow, raise stallTimeoutSeconds",
+    "line-too-long": "if that is a real session, raise maxLineBytes",
+}
 # Server requests that ask a person to approve something, and the answer that declines.
 DECLINES: dict[str, Any] = {
     "item/commandExecution/requestApproval": {"decision": "decline"},
@@ -297,16 +300,15 @@ class CodexAppServerDriver(AgentDriver):
 
     def _start_failure(self, exc: TransportClosed) -> DriverError:
         """A fault bound keeps its own code at start-up; anything else is `start-failed`."""
-        if exc.code in FAULT_SETTINGS:
+        if exc.code in FAULT_HINTS:
             return self._with_hint(exc)
         return DriverError("start-failed", f"{exc.message} (source {self.source.id})")
 
     def _with_hint(self, exc: TransportClosed) -> DriverError:
-        setting = FAULT_SETTINGS.get(exc.code)
-        if setting is None:
+        hint = FAULT_HINTS.get(exc.code)
+        if hint is None:
             return exc
-        return exc.reworded(f"{exc.message} (source {self.source.id}; if it is only slow or large, "
-                            f"raise {setting} in [sources.{self.source.id}])")
+        return exc.reworded(f"{exc.message} (source {self.source.id}; {hint} in [sources.{self.source.id}])")
 
     def _owned_threads(self) -> set[str]:
         with self._lock:
