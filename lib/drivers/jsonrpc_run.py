@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from lib.drivers import child_process
 from lib.drivers.base import CancelSignal, DriverError
 from lib.drivers.child_channels import STDERR_TAIL_LINES, Channel, reason_from_stderr
 from lib.drivers.child_input import ChildInput
@@ -98,11 +99,15 @@ class Run:
             slot.resolve(message)
 
     def exit_failure(self, detail: str | None) -> TransportClosed:
-        """The failure of a child that ended on its own: its exit code and its last words."""
-        try:
-            code = self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
+        """The failure of a child that ended on its own: its exit code and its last words.
+        What it left in its process group is ended before it is reaped."""
+        code = None
+        if child_process.exits_within(self.process, child_process.GRACE_SECONDS):
+            child_process.kill_group(self.process)
+            try:
+                code = self.process.wait(timeout=child_process.GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
         stderr_thread = self.threads[0]
         if stderr_thread is not threading.current_thread():
             stderr_thread.join(timeout=2)  # its last lines usually hold the reason
@@ -114,12 +119,9 @@ class Run:
         return TransportClosed("transport-closed", text)
 
     def kill(self) -> None:
-        """After a protocol fault, or half a message written, the stream cannot be trusted:
-        the child is ended."""
-        try:
-            self.process.kill()
-        except OSError:
-            pass
+        """After a protocol fault, either fault bound, or half a message written, the stream
+        cannot be trusted: the child is ended, with what it started (it is reaped by stop())."""
+        child_process.kill_group(self.process)
 
 
 TICK_SECONDS = 0.05  # how often a wait looks at its cancel signal

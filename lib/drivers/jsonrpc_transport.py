@@ -26,11 +26,11 @@ gone with it.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from lib.drivers import child_process
 from lib.drivers.base import CancelSignal
 from lib.drivers.child_channels import LineChannel, WebSocketChannel, drain_stderr
 from lib.drivers.child_input import ChildInput, WriteCancelled
@@ -85,14 +85,7 @@ class JsonRpcTransport:
         `stall_timeout`, a channel that opens with nothing from the child (a WebSocket
         upgrade never answered) for that long fails `provider-stalled`."""
         self.stop()
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-        )
+        process = child_process.spawn(argv, env, cwd)
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
         child_input = ChildInput(process.stdin)
         meter = OutputMeter(process.stdout)
@@ -118,7 +111,8 @@ class JsonRpcTransport:
             raise error
 
     def stop(self) -> None:
-        """End the current run: reject what is pending, close stdin, reap the child.
+        """End the current run: reject what is pending, close stdin, end the child and
+        what it started (see `child_process`), and reap it.
 
         Never waits on a write: one waiting for a child that stopped reading is given up
         (it fails with `transport-stopped`) and that child is killed at once."""
@@ -134,16 +128,8 @@ class JsonRpcTransport:
         run.input.close()
         # Closing stdin makes Codex exit within milliseconds; escalate only if it does not.
         # A child that is not reading will not see stdin close: it is killed straight away.
-        hung = hung or run.input.abandoned
-        steps = (run.process.kill,) if hung else (None, run.process.terminate, run.process.kill)
-        for action in steps:
-            if action is not None:
-                action()
-            try:
-                run.process.wait(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        # What the child started and left in its process group ends with it.
+        child_process.end(run.process, hung=hung or run.input.abandoned)
         for thread in run.threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
