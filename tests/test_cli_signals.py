@@ -12,32 +12,14 @@ import json
 import os
 import signal
 import subprocess
-import time
-from pathlib import Path
 
 from lib.fabric.store import open_store
 from lib.workspace import Workspace
 from tests.support.cli import AGENTCTL, agentctl_env
 from tests.support.fake_codex_child import child_argv
+from tests.support.processes import gone, poll
 
-GUARD_SECONDS = 60  # generous guards around polls; reaching one is a failure, never a pass
-
-
-def poll(condition, what: str) -> None:
-    """Wait for `condition()` (a state another process reaches), failing past the guard."""
-    deadline = time.monotonic() + GUARD_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.01)
-
-
-def gone(pid: int) -> bool:
-    """The process has ended (a zombie nobody has reaped yet counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
+GUARD_SECONDS = 60
 
 
 def test_sigterm_during_a_provider_read_stops_the_provider_and_its_children_frees_the_lock_and_exits_143(tmp_path):

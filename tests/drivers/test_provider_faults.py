@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 import tracemalloc
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from lib.drivers.jsonrpc_transport import JsonRpcTransport, TransportClosed
 from lib.drivers.websocket_pipe import WebSocketPipe
 from lib.types import AgentSourceConfig, PromptInput
 from tests.support.fake_codex_child import child_argv
+from tests.support.processes import gone, poll
 
 MIB = 1024 * 1024
 GUARD_SECONDS = 60  # far above any fault here: reaching it means the call hung (today's fault)
@@ -258,3 +260,22 @@ def test_a_prompt_has_no_stall_limit_it_waits_past_the_timeout_until_stopped():
         driver.stop()
     thread.join(GUARD_SECONDS)
     assert result["r"].status == "unknown" and result["r"].error.code == "transport-lost"
+
+
+# -- what the child started -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["stall", "stop"])
+def test_hang_child_ends_with_what_it_started_whether_a_stall_or_a_stop_ends_it(transport, tmp_path, ending):
+    pid_file = tmp_path / "pids"
+    transport.start(child_argv("hang"), env={**os.environ, "FAKE_CODEX_PID_FILE": str(pid_file)})
+    if ending == "stall":
+        outcome = outcome_of(transport.request, "thread/list", stall_timeout=1)
+        assert outcome["error"].code == "provider-stalled"
+    else:
+        thread = threading.Thread(target=lambda: outcome_of(transport.request, "thread/list"), daemon=True)
+        thread.start()
+        poll(pid_file.exists, "the child's fault to begin")
+        transport.stop()
+    child, grandchild = (int(pid) for pid in pid_file.read_text().split())
+    poll(lambda: gone(child) and gone(grandchild), "the child and its grandchild to end")
