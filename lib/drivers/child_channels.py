@@ -47,7 +47,7 @@ class LineChannel:
             line = self._lines.readline()
             if line is None:
                 return None
-            if not line.isspace():  # blank lines are skipped (isspace copies nothing)
+            if line and not line.isspace():  # blank lines are skipped (isspace copies nothing)
                 return line
 
     def send(self, text: str) -> None:

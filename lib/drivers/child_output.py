@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import collections
 import time
 from typing import Any
 
@@ -70,47 +71,64 @@ class StallWatch:
 
 
 class LineReader:
-    """Lines of at most `limit` bytes (the newline not counted) from `stream.read1`."""
+    """Lines of at most `limit` bytes (without their newline) from `stream.read1`.
+
+    Each read is split at its newlines at once (in C), so a line costs what `readline`
+    costs; a line that spans reads is kept as its pieces until its newline arrives."""
 
     def __init__(self, stream: Any, limit: int) -> None:
         self._stream = stream
         self.limit = limit
-        self._buffer = bytearray()
-        self._start = 0  # where the next line begins in the buffer
-        self._scanned = 0  # the buffer holds no newline between _start and here
+        self._ready: collections.deque[bytes] = collections.deque()  # whole lines, in order
+        self._pieces: list[bytes] = []  # the line being read, so far
+        self._held = 0  # bytes in _pieces
+        self._ended = False
 
     @property
     def held(self) -> int:
         """Bytes of the line being read that are held now (for tests and diagnostics)."""
-        return len(self._buffer) - self._start
+        return self._held
 
     def readline(self) -> bytes | None:
-        """The next line with its newline (the last one may lack it); None at the end."""
-        while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                if end - self._start > self.limit:
-                    self._give_up()
-                with memoryview(self._buffer) as view:
-                    line = bytes(view[self._start : end + 1])
-                self._start = self._scanned = end + 1
-                return line
-            if len(self._buffer) - self._start > self.limit:
+        """The next line without its newline (the last one may have had none); None at the
+        end of the output."""
+        while not self._ready:
+            if self._ended:
+                return None
+            self._read()
+        return self._ready.popleft()
+
+    def _read(self) -> None:
+        chunk = self._stream.read1(READ_SIZE)
+        if not chunk:
+            self._ended = True
+            if self._pieces:
+                self._ready.append(self._take(b""))
+            return
+        lines = chunk.split(b"\n")
+        rest = lines.pop()  # the start of the next line (empty after a newline)
+        if lines:
+            if self._pieces:
+                lines[0] = self._take(lines[0])
+            if len(chunk) > self.limit and max(map(len, lines)) > self.limit:
                 self._give_up()
-            if self._start:
-                # Drop the lines already handed out before waiting for more (what is left is
-                # less than one read), so a large line's buffer is not kept while the child
-                # is quiet.
-                self._buffer = self._buffer[self._start :]
-                self._start = 0
-            self._scanned = len(self._buffer)
-            chunk = self._stream.read1(READ_SIZE)
-            if not chunk:
-                rest = bytes(self._buffer)
-                self._buffer, self._scanned = bytearray(), 0
-                return rest or None
-            self._buffer += chunk
+            self._ready.extend(lines)
+        if rest:
+            self._held += len(rest)
+            if self._held > self.limit:
+                self._give_up()
+            self._pieces.append(rest)
+
+    def _take(self, last: bytes) -> bytes:
+        """The line being read, ended by `last`; past the limit it is refused."""
+        if self._held + len(last) > self.limit:
+            self._give_up()
+        self._pieces.append(last)
+        line = b"".join(self._pieces)
+        self._pieces, self._held = [], 0
+        return line
 
     def _give_up(self) -> None:
-        self._buffer, self._start, self._scanned = bytearray(), 0, 0
+        self._pieces, self._held = [], 0
+        self._ready.clear()
         raise LineTooLong(self.limit)

@@ -110,14 +110,18 @@ def test_flood_line_reader_takes_a_line_of_exactly_the_limit_and_refuses_one_byt
     limit = 1024
     exact, over = b"a" * limit + b"\n", b"b" * (limit + 1) + b"\n"
     reader = LineReader(Chunks(exact[:100], exact[100:] + over[:10], over[10:]), limit)
-    assert reader.readline() == exact
+    assert reader.readline() == b"a" * limit
     with pytest.raises(LineTooLong):
         reader.readline()
+    in_one_read = LineReader(Chunks(b"d" * (limit + 1) + b"\n"), limit)  # whole in one read, too
+    with pytest.raises(LineTooLong):
+        in_one_read.readline()
 
 
 def test_flood_line_reader_splits_lines_across_reads_and_keeps_a_last_line_without_newline():
-    reader = LineReader(Chunks(b'{"a": 1}\n{"b"', b': 2}\n\n{"c": 3}'), 1024)
-    assert [reader.readline() for _ in range(5)] == [b'{"a": 1}\n', b'{"b": 2}\n', b"\n", b'{"c": 3}', None]
+    reader = LineReader(Chunks(b'{"a": 1}\n{"b"', b': 2}\n\n{"c"', b"", b': 3}'), 1024)
+    assert [reader.readline() for _ in range(4)] == [b'{"a": 1}', b'{"b": 2}', b"", b'{"c"']
+    assert [reader.readline() for _ in range(2)] == [None, None]  # an empty read is the end
 
 
 def test_flood_websocket_message_past_the_limit_is_refused_having_held_at_most_the_limit():
