@@ -3,7 +3,8 @@ floods or never ends a line fails its own source with a stable code, and the hea
 source beside it (the real Codex) still publishes; the run exits 3.
 
 The broken source is the fake child (tests/support/fake_codex_child.py) with small limits:
-1 MiB lines and a stall timeout of 2 s, which the hang tests wait out.
+1 MiB lines and a stall timeout of 5 s (room for a fake child slow to start on a loaded
+machine), which the hang tests wait out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def two_sources(tmp_path: Path, mode: str) -> Path:
     config.write_text(
         f'[sources.codex]\ndriver = "codex-app-server"\ncodexHome = "{home}"\ncodexBin = "{CODEX_BIN}"\n'
         f'[sources.broken]\ndriver = "codex-app-server"\ncommand = {json.dumps(child_argv(mode))}\n'
-        f"maxLineBytes = 1048576\nstallTimeoutSeconds = 2\n"
+        f"maxLineBytes = 1048576\nstallTimeoutSeconds = 5\n"
     )
     return config
 

@@ -84,7 +84,8 @@ class CodexAppServerDriver(AgentDriver):
         self.page_size = page_size
         self._transport = JsonRpcTransport(on_server_request=self._answer_server_request,
                                            max_line_bytes=config.max_line_bytes)
-        self._stall_timeout = config.stall_timeout_seconds
+        # Seconds of silence that fail a collection call (the source's stallTimeoutSeconds).
+        self.stall_timeout = config.stall_timeout_seconds
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
 
@@ -102,7 +103,7 @@ class CodexAppServerDriver(AgentDriver):
         start_daemon(launch, signal)
         try:
             self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd,
-                                  framing=launch.framing, signal=signal, stall_timeout=self._stall_timeout)
+                                  framing=launch.framing, signal=signal, stall_timeout=self.stall_timeout)
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"
@@ -121,7 +122,7 @@ class CodexAppServerDriver(AgentDriver):
                     "capabilities": {"experimentalApi": False},
                 },
                 signal=signal,
-                stall_timeout=self._stall_timeout,
+                stall_timeout=self.stall_timeout,
             )
             self._transport.notify("initialized")
         except TransportClosed as exc:
@@ -291,7 +292,7 @@ class CodexAppServerDriver(AgentDriver):
     def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A collection call: watched for stalls, its fault named with the setting to change."""
         try:
-            result = self._transport.request(method, params, stall_timeout=self._stall_timeout)
+            result = self._transport.request(method, params, stall_timeout=self.stall_timeout)
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
         if not isinstance(result, dict):

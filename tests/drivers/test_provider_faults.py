@@ -87,6 +87,20 @@ def fake_source(mode: str, **settings) -> AgentSourceConfig:
                              max_line_bytes=MIB, **settings)
 
 
+def started(driver: CodexAppServerDriver, stall_timeout: float) -> CodexAppServerDriver:
+    """The driver started under its source's (generous) stall timeout, then given a short
+    one: a fake child slow to start on a loaded machine must not stall the start-up."""
+    driver.start()
+    driver.stall_timeout = stall_timeout
+    return driver
+
+
+def warmed_up(transport: JsonRpcTransport) -> JsonRpcTransport:
+    """The child has answered once: it is up and reading, however loaded the machine."""
+    assert transport.request("env/get")["cwd"]
+    return transport
+
+
 def assert_child_ended(transport: JsonRpcTransport) -> None:
     process = transport._run.process if transport._run else None  # the failed run keeps its child
     assert process is not None
@@ -193,6 +207,7 @@ def test_flood_source_fails_listing_with_line_too_long_naming_the_setting():
 def test_never_ends_line_child_stalls_the_call_which_fails_with_provider_stalled(transport):
     """Half a line, then nothing: the reader waits for the rest, the stall clock runs out."""
     transport.start(child_argv("never-ends-line"))
+    warmed_up(transport)
     outcome = outcome_of(transport.request, "thread/list", stall_timeout=1)
     assert not outcome["hung"], "the call hung on a line that never ends"
     error = outcome["error"]
@@ -205,9 +220,9 @@ def test_never_ends_line_child_stalls_the_call_which_fails_with_provider_stalled
 
 
 def test_hang_source_starts_then_fails_listing_with_provider_stalled_naming_the_setting():
-    driver = CodexAppServerDriver(fake_source("hang", stall_timeout_seconds=1))
+    driver = CodexAppServerDriver(fake_source("hang"))
     try:
-        driver.start()  # initialize is answered
+        started(driver, stall_timeout=1)  # initialize is answered
         outcome = outcome_of(driver.list_sessions)
         assert not outcome["hung"], "listing hung on a provider that never answers"
         error = outcome["error"]
@@ -219,9 +234,9 @@ def test_hang_source_starts_then_fails_listing_with_provider_stalled_naming_the_
 
 
 def test_hang_read_source_lists_then_fails_the_read_with_provider_stalled():
-    driver = CodexAppServerDriver(fake_source("hang-read", stall_timeout_seconds=1))
+    driver = CodexAppServerDriver(fake_source("hang-read"))
     try:
-        driver.start()
+        started(driver, stall_timeout=1)
         assert [s.native_session_id for s in driver.list_sessions().sessions] == ["thread-1"]
         outcome = outcome_of(driver.read_session, "thread-1")
         assert not outcome["hung"]
@@ -249,8 +264,7 @@ def test_a_stall_timeout_counts_from_the_last_arrival_so_a_chatty_slow_answer_is
 def test_a_prompt_has_no_stall_limit_it_waits_past_the_timeout_until_stopped():
     """`turn/start` is never answered and nothing arrives: the prompt waits on, far past the
     stall timeout, and ends only when the driver stops (outcome unknown, it was sent)."""
-    driver = CodexAppServerDriver(fake_source("hang-turn-start", stall_timeout_seconds=0.2))
-    driver.start()
+    driver = started(CodexAppServerDriver(fake_source("hang-turn-start")), stall_timeout=0.2)
     try:
         hanging = threading.Event()
         driver.transport.on_notification = lambda note: note["method"] == "test/hanging" and hanging.set()
@@ -273,6 +287,7 @@ def test_a_prompt_has_no_stall_limit_it_waits_past_the_timeout_until_stopped():
 def test_hang_child_ends_with_what_it_started_whether_a_stall_or_a_stop_ends_it(transport, tmp_path, ending):
     pid_file = tmp_path / "pids"
     transport.start(child_argv("hang"), env={**os.environ, "FAKE_CODEX_PID_FILE": str(pid_file)})
+    warmed_up(transport)
     if ending == "stall":
         outcome = outcome_of(transport.request, "thread/list", stall_timeout=1)
         assert outcome["error"].code == "provider-stalled"
