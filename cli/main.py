@@ -80,7 +80,7 @@ def main() -> None:
         click.echo("agentctl: interrupted", err=True)
         sys.exit(130)
     except Terminated:
-        click.echo("agentctl: terminated (SIGTERM); its providers were stopped", err=True)
+        click.echo("agentctl: terminated (SIGTERM)", err=True)
         sys.exit(TERMINATED)
     except Exception as exc:  # the last guard: one line, never a traceback unless -v
         if app.verbose:
