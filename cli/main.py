@@ -1,9 +1,11 @@
-"""The `agentctl` command group: global options (cli/options.py) and ending with an error's exit code."""
+"""The `agentctl` command group: global options (cli/options.py) and ending with an error's
+exit code, or with 143 on SIGTERM."""
 
 from __future__ import annotations
 
 import logging
 import re
+import signal
 import sys
 import traceback
 
@@ -37,6 +39,20 @@ def cli(ctx: click.Context, **options: object) -> None:
 for command in COMMANDS:
     cli.add_command(with_global_options(command))
 
+TERMINATED = 128 + signal.SIGTERM  # 143: what a shell reports for a process SIGTERM ended
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. Raised in the main thread, as KeyboardInterrupt is for SIGINT, so that
+    every finally block and context manager runs on the way out: the drivers stop their
+    providers (and what those started), locks are released, an unfinished publication
+    commits nothing. Not a KeyboardInterrupt, which click turns into an abort of its own."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
 
 class VerboseLog(logging.Handler):
     """The library's diagnostics (a failing provider's own output) on stderr, only with -v."""
@@ -55,6 +71,7 @@ def main() -> None:
     library_log = logging.getLogger("agentctl")
     library_log.addHandler(VerboseLog(app))
     library_log.setLevel(logging.INFO)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         # Without standalone mode click returns the code of `ctx.exit(code)` instead of exiting.
         code = cli.main(standalone_mode=False, obj=app)
@@ -84,6 +101,9 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("agentctl: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("agentctl: terminated (SIGTERM)", err=True)
+        sys.exit(TERMINATED)
     except Exception as exc:  # the last guard: one line, never a traceback unless -v
         if app.verbose:
             traceback.print_exc()

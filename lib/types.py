@@ -20,6 +20,14 @@ CommandStatus = Literal["succeeded", "failed", "unsupported", "needs-confirmatio
 MessageRole = Literal["user", "assistant", "system", "tool", "other"]
 
 PREVIEW_LIMIT = 500
+# A provider's line (one JSON-RPC message) longer than this fails the run: five times the
+# largest real Codex message seen (a whole ~50 MB session in one `thread/read` answer),
+# and a bound on what a provider that never ends a line can make us hold.
+DEFAULT_MAX_LINE_BYTES = 256 * 1024 * 1024
+# A collection call (start-up, an inventory page, a read) during which the provider sends
+# nothing at all for this long fails with `provider-stalled`. Prompts have no such limit.
+DEFAULT_STALL_TIMEOUT_SECONDS = 300.0
+MIN_MAX_LINE_BYTES = 1024
 
 
 class WireModel(BaseModel):
@@ -56,6 +64,10 @@ class AgentSourceConfig(WireModel):
     codex_transport: CodexTransport = "stdio"
     codex_socket: str | None = None
     allow_danger_full_access: bool = False
+    max_line_bytes: int = Field(default=DEFAULT_MAX_LINE_BYTES, ge=MIN_MAX_LINE_BYTES, strict=True)
+    stall_timeout_seconds: float = Field(
+        default=DEFAULT_STALL_TIMEOUT_SECONDS, gt=0, allow_inf_nan=False, strict=True
+    )
 
     @field_validator("command")
     @classmethod

@@ -48,11 +48,34 @@ codexHome = "~/codex-home"
 codexTransport = "proxy"
 codexSocket = "/tmp/s.sock"
 allowDangerFullAccess = true
+maxLineBytes = 1048576
+stallTimeoutSeconds = 2.5
 """)
     source = load_config(path).source("codex")
     assert source.enabled is False and source.env == {"A": "1"} and source.codex_transport == "proxy"
     assert source.codex_home == str(Path.home() / "codex-home")
     assert source.allow_danger_full_access is True and source.config_dir == "/c"
+    assert (source.max_line_bytes, source.stall_timeout_seconds) == (1048576, 2.5)
+
+
+def test_provider_fault_limits_default_to_a_quarter_gib_line_and_five_minutes_of_silence(tmp_path):
+    source = load_config(write(tmp_path, '[sources.codex]\ndriver = "codex-app-server"\n')).source("codex")
+    assert (source.max_line_bytes, source.stall_timeout_seconds) == (256 * 1024 * 1024, 300.0)
+    assert load_config(write(tmp_path, '[sources.codex]\ndriver = "codex-app-server"\n'
+                                       "stallTimeoutSeconds = 3\n")).source("codex").stall_timeout_seconds == 3.0
+
+
+@pytest.mark.parametrize("setting", [
+    "maxLineBytes = 1.5", 'maxLineBytes = "1048576"', "maxLineBytes = true", "maxLineBytes = 0",
+    "maxLineBytes = 100", "stallTimeoutSeconds = 0", "stallTimeoutSeconds = -1",
+    'stallTimeoutSeconds = "300"', "stallTimeoutSeconds = inf", "stallTimeoutSeconds = nan",
+    "stallTimeoutSeconds = false",
+])
+def test_provider_fault_limits_are_validated_strictly_naming_the_setting_and_the_file(tmp_path, setting):
+    path = write(tmp_path, f'[sources.codex]\ndriver = "codex-app-server"\n{setting}\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert setting.split(" ")[0] in str(info.value) and str(path) in str(info.value)
 
 
 def test_an_unknown_source_key_names_the_key_and_the_file(tmp_path):

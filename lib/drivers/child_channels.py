@@ -2,12 +2,14 @@
 
 `LineChannel` frames one message per line (`codex app-server --listen stdio://`);
 `WebSocketChannel` one message per WebSocket text frame (`codex app-server proxy`, which
-relays the daemon's WebSocket over its stdio). stderr is read to its end so the child never
-blocks on a full pipe, and only a short tail is kept. That tail can hold anything (a key,
-transcript text), so it never goes into an error's message, a record or the store: it is
-an error's `detail`, and it reaches our own stderr only with `-v` (the `agentctl.provider`
-log, see `report_provider_output`). Both channels write through a `ChildInput`, so no
-write to a child that stopped reading can hang its shutdown.
+relays the daemon's WebSocket over its stdio). Either refuses a message longer than its
+limit with `LineTooLong` without holding more than the limit (see `child_output`).
+stderr is read to its end so the child never blocks on a full pipe, and only a short tail
+is kept. That tail can hold anything (a key, transcript text), so it never goes into an
+error's message, a record or the store: it is an error's `detail`, and it reaches our own
+stderr only with `-v` (the `agentctl.provider` log, see `report_provider_output`). Both
+channels write through a `ChildInput`, so no write to a child that stopped reading can
+hang its shutdown.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from lib.drivers.child_input import ChildInput
+from lib.drivers.child_output import LineReader
 from lib.drivers.websocket_pipe import WebSocketPipe
 
 STDERR_TAIL_LINES = 20
@@ -39,18 +42,18 @@ class Channel(Protocol):
 class LineChannel:
     """NDJSON framing: one message per line, each in one write (the writer serialises them)."""
 
-    def __init__(self, reader: Any, writer: ChildInput) -> None:
-        self._reader, self._writer = reader, writer
+    def __init__(self, reader: Any, writer: ChildInput, limit: int) -> None:
+        self._lines, self._writer = LineReader(reader, limit), writer
 
     def open(self) -> None:
         pass
 
     def receive(self) -> bytes | None:
         while True:
-            line = self._reader.readline()
-            if not line:
+            line = self._lines.readline()
+            if line is None:
                 return None
-            if line.strip():
+            if line and not line.isspace():  # blank lines are skipped (isspace copies nothing)
                 return line
 
     def send(self, text: str) -> None:
@@ -63,9 +66,10 @@ class LineChannel:
 class WebSocketChannel:
     """One message per WebSocket text frame over the child's pipes."""
 
-    def __init__(self, reader: Any, writer: ChildInput) -> None:
+    def __init__(self, reader: Any, writer: ChildInput, limit: int) -> None:
         self._writer = writer
-        self._pipe = WebSocketPipe(reader, writer)  # it needs only write() and flush()
+        # It needs only read1() of the reader, and write() and flush() of the writer.
+        self._pipe = WebSocketPipe(reader, writer, max_message_bytes=limit)
 
     def open(self) -> None:
         self._pipe.handshake()

@@ -6,6 +6,11 @@ with every model provider and source kind (Codex hides other providers and
 non-interactive sources by default). Prompts resume the thread, start a turn and wait
 for that turn's `turn/completed`; approval requests are declined, because the connector
 has no one to ask.
+
+Collection calls (start-up, inventory pages, reads) fail with `provider-stalled` when
+Codex sends nothing at all for the source's `stallTimeoutSeconds`, and any message longer
+than its `maxLineBytes` fails with `line-too-long`; either ends the child. Prompts have no
+elapsed-time limit: they end by their outcome, a cancel, or a stop.
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ SOURCE_KINDS = [
 ]
 PAGE_SIZE = 100  # the most one thread/list returns
 NO_TURNS_YET = "list_turns is not supported yet"
+# The source setting to change when a fault bound stops a provider that was merely slow or big.
+FAULT_HINTS = {
+    "provider-stalled": "if the provider is only slow, raise stallTimeoutSeconds",
+    "line-too-long": "if that is a real session, raise maxLineBytes",
+}
 # Server requests that ask a person to approve something, and the answer that declines.
 DECLINES: dict[str, Any] = {
     "item/commandExecution/requestApproval": {"decision": "decline"},
@@ -74,7 +84,10 @@ class CodexAppServerDriver(AgentDriver):
         self.page_size = page_size
         # Named with the source: its failures (and, with -v, its own output) say which one.
         self._transport = JsonRpcTransport(name=f"codex app-server (source {self.source.id})",
-                                           on_server_request=self._answer_server_request)
+                                           on_server_request=self._answer_server_request,
+                                           max_line_bytes=config.max_line_bytes)
+        # Seconds of silence that fail a collection call (the source's stallTimeoutSeconds).
+        self.stall_timeout = config.stall_timeout_seconds
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
 
@@ -92,7 +105,7 @@ class CodexAppServerDriver(AgentDriver):
         start_daemon(launch, signal)
         try:
             self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd,
-                                  framing=launch.framing, signal=signal)
+                                  framing=launch.framing, signal=signal, stall_timeout=self.stall_timeout)
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"
@@ -102,7 +115,7 @@ class CodexAppServerDriver(AgentDriver):
                 "program-not-found", f"cannot run {launch.argv[0]!r}: not executable (source {self.source.id})"
             ) from None
         except TransportClosed as exc:
-            raise DriverError("start-failed", exc.message, detail=exc.detail) from None
+            raise self._start_failure(exc) from None
         try:
             answer = self._transport.request(
                 "initialize",
@@ -111,11 +124,12 @@ class CodexAppServerDriver(AgentDriver):
                     "capabilities": {"experimentalApi": False},
                 },
                 signal=signal,
+                stall_timeout=self.stall_timeout,
             )
             self._transport.notify("initialized")
         except TransportClosed as exc:
             self._transport.stop()
-            raise DriverError("start-failed", exc.message, detail=exc.detail) from None
+            raise self._start_failure(exc) from None
         except BaseException:
             self._transport.stop()
             raise
@@ -278,10 +292,26 @@ class CodexAppServerDriver(AgentDriver):
         return None
 
     def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        result = self._transport.request(method, params)
+        """A collection call: watched for stalls, its fault named with the setting to change."""
+        try:
+            result = self._transport.request(method, params, stall_timeout=self.stall_timeout)
+        except TransportClosed as exc:
+            raise self._with_hint(exc) from None
         if not isinstance(result, dict):
             raise DriverError("provider-error", f"{method} answered with {type(result).__name__}, not an object")
         return result
+
+    def _start_failure(self, exc: TransportClosed) -> DriverError:
+        """A fault bound keeps its own code at start-up; anything else is `start-failed`."""
+        if exc.code in FAULT_HINTS:
+            return self._with_hint(exc)
+        return DriverError("start-failed", exc.message, detail=exc.detail)
+
+    def _with_hint(self, exc: TransportClosed) -> DriverError:
+        hint = FAULT_HINTS.get(exc.code)
+        if hint is None:
+            return exc
+        return exc.reworded(f"{exc.message} (source {self.source.id}; {hint} in [sources.{self.source.id}])")
 
     def _owned_threads(self) -> set[str]:
         with self._lock:

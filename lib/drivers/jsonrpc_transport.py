@@ -7,9 +7,14 @@ apart by shape: a `method` with an `id` is a server request (Codex numbers those
 a `method` alone a notification, an `id` alone a response. The newest notifications are
 retained, so a waiter registered after its notification arrived is still satisfied.
 
-There are no timeouts: a request or wait ends when the child answers, when the caller's
-cancel signal fires, or when the run ends. The child exiting, a malformed message, or
-`stop()` rejects everything pending with a clear error. No write can hang the transport
+A request or wait ends when the child answers, when the caller's cancel signal fires, or
+when the run ends; there is no elapsed-time limit. Two bounds keep a broken child from
+hanging or exhausting its caller (see `child_output`): a message longer than
+`max_line_bytes` ends the run (`line-too-long`) without being held whole, and a call made
+with a `stall_timeout` (collection calls: start-up, inventory pages, reads; never a
+prompt) during which nothing at all arrives from the child for that long ends the run
+(`provider-stalled`). The child exiting, a malformed message, either bound, or `stop()`
+rejects everything pending with a clear error, and a fault ends the child. No write can hang the transport
 (see `child_input`): `stop()` gives up a write that waits on a child which stopped reading
 and kills that child at once, and a request cancelled while its message is half-written
 ends the run the same way (half a message cannot be taken back). stderr is drained into a
@@ -21,20 +26,20 @@ ids, pending calls and retained notifications of an earlier run are gone with it
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from lib.drivers import child_process
 from lib.drivers.base import CancelSignal
 from lib.drivers.child_channels import (
     LineChannel,
     WebSocketChannel,
     drain_stderr,
-    provider_output,
     report_provider_output,
 )
 from lib.drivers.child_input import ChildInput, WriteCancelled
+from lib.drivers.child_output import LineTooLong, OutputMeter, Stalled, StallWatch, size_text
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -45,6 +50,7 @@ from lib.drivers.jsonrpc_messages import (
 )
 from lib.drivers.jsonrpc_run import Run, Slot, wait_for
 from lib.drivers.websocket_pipe import WebSocketError
+from lib.types import DEFAULT_MAX_LINE_BYTES
 
 Framing = Literal["lines", "websocket"]
 ServerRequestHandler = Callable[[str, Any], Any]
@@ -59,9 +65,11 @@ class JsonRpcTransport:
         notification_limit: int = 500,
         on_server_request: ServerRequestHandler | None = None,
         on_notification: NotificationListener | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self.name = name
         self.notification_limit = notification_limit
+        self.max_line_bytes = max_line_bytes
         self.on_server_request = on_server_request
         self.on_notification = on_notification
         self._run: Run | None = None
@@ -76,29 +84,29 @@ class JsonRpcTransport:
         cwd: str | None = None,
         framing: Framing = "lines",
         signal: CancelSignal | None = None,
+        stall_timeout: float | None = None,
     ) -> None:
-        """Spawn the child and open its channel; stops any earlier run first."""
+        """Spawn the child and open its channel; stops any earlier run first. With
+        `stall_timeout`, a channel that opens with nothing from the child (a WebSocket
+        upgrade never answered) for that long fails `provider-stalled`."""
         self.stop()
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-        )
+        process = child_process.spawn(argv, env, cwd)
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
         child_input = ChildInput(process.stdin)
-        run = Run(process, child_input, channel_class(process.stdout, child_input), self.name,
-                  self.notification_limit)
+        meter = OutputMeter(process.stdout)
+        run = Run(process, child_input, meter, channel_class(meter, child_input, self.max_line_bytes),
+                  self.name, self.notification_limit)
         self._run = run
         readers = ((drain_stderr, (process.stderr, run.stderr_tail)), (self._read_messages, (run,)))
         for target, args in readers:
             thread = threading.Thread(target=target, args=args, daemon=True, name=f"{self.name} reader")
             run.threads.append(thread)
             thread.start()
+        watch = StallWatch(meter, stall_timeout) if stall_timeout is not None else None
         try:
-            wait_for(run.opened.done, signal)
+            wait_for(run.opened.done, signal, watch)
+        except Stalled as stalled:
+            self._stalled(run, "the start", stalled)
         except BaseException:
             self.stop()
             raise
@@ -108,7 +116,8 @@ class JsonRpcTransport:
             raise error
 
     def stop(self) -> None:
-        """End the current run: reject what is pending, close stdin, reap the child.
+        """End the current run: reject what is pending, close stdin, end the child and
+        what it started (see `child_process`), and reap it.
 
         Never waits on a write: one waiting for a child that stopped reading is given up
         (it fails with `transport-stopped`) and that child is killed at once."""
@@ -124,16 +133,8 @@ class JsonRpcTransport:
         run.input.close()
         # Closing stdin makes Codex exit within milliseconds; escalate only if it does not.
         # A child that is not reading will not see stdin close: it is killed straight away.
-        hung = hung or run.input.abandoned
-        steps = (run.process.kill,) if hung else (None, run.process.terminate, run.process.kill)
-        for action in steps:
-            if action is not None:
-                action()
-            try:
-                run.process.wait(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        # What the child started and left in its process group ends with it.
+        child_process.end(run.process, hung=hung or run.input.abandoned)
         for thread in run.threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=5)
@@ -156,9 +157,15 @@ class JsonRpcTransport:
 
     # -- calls -----------------------------------------------------------------------
 
-    def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None) -> Any:
-        """Send a request and block until its result; raises RpcError or TransportClosed."""
+    def request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
+                stall_timeout: float | None = None) -> Any:
+        """Send a request and block until its result; raises RpcError or TransportClosed.
+
+        With `stall_timeout`, the request fails with `provider-stalled` and the child is
+        ended when nothing at all arrives from it for that many seconds while it waits (any
+        message or part of one restarts the clock)."""
         run = self._current()
+        watch = StallWatch(run.meter, stall_timeout) if stall_timeout is not None else None
         slot = Slot()
         with run.lock:
             if run.failure is not None:
@@ -177,7 +184,10 @@ class JsonRpcTransport:
                 run.pending.pop(request_id, None)
             raise
         try:
-            wait_for(slot.done, signal)
+            try:
+                wait_for(slot.done, signal, watch)
+            except Stalled as stalled:
+                self._stalled(run, method, stalled)  # rejects this request too
         finally:
             with run.lock:
                 run.pending.pop(request_id, None)
@@ -240,7 +250,7 @@ class JsonRpcTransport:
                 run.fail(TransportClosed("transport-stopped", f"{self.name} was stopped: a request "
                                          "was cancelled in the middle of writing to it"))
                 run.input.close()
-                self._kill(run)
+                run.kill()
             raise
         except (OSError, ValueError, WebSocketError):
             # A closed pipe usually means the child is exiting: give the reader a moment to
@@ -255,20 +265,25 @@ class JsonRpcTransport:
         try:
             run.channel.open()
         except (WebSocketError, OSError, ValueError) as exc:
-            run.fail(self._exit_failure(run, f"the WebSocket upgrade failed ({exc})"))
+            run.fail(run.exit_failure(f"the WebSocket upgrade failed ({exc})"))
             return
         run.opened.resolve()
         while run.failure is None:
             try:
                 raw = run.channel.receive()
+            except LineTooLong as exc:
+                run.fail(TransportClosed("line-too-long", f"{self.name} sent a line longer than "
+                                         f"{size_text(exc.limit)}; it was stopped"))
+                run.kill()
+                return
             except (WebSocketError, OSError, ValueError) as exc:
                 if run.failure is None:
                     run.fail(TransportClosed("protocol-error", f"{self.name} broke the WebSocket protocol: {exc}"))
-                    self._kill(run)
+                    run.kill()
                 return
             if raw is None:
                 if run.failure is None:
-                    run.fail(self._exit_failure(run, None))
+                    run.fail(run.exit_failure(None))
                 return
             message = parse_message(raw)
             kind = classify_message(message)
@@ -278,42 +293,18 @@ class JsonRpcTransport:
                 report_provider_output(self.name, shown)
                 run.fail(TransportClosed("protocol-error", f"{self.name} sent {what}; agentctl -v shows it",
                                          detail=shown))
-                self._kill(run)
+                run.kill()
                 return
             assert message is not None
             if kind == "response":
-                self._deliver_response(run, message)
+                run.deliver_response(message)
             elif kind == "request":
                 threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
             else:
-                self._deliver_notification(run, message)
-
-    def _deliver_response(self, run: Run, message: Message) -> None:
-        with run.lock:
-            slot = run.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
-        if slot is None:
-            return  # an answer nobody waits for (its caller was cancelled)
-        error = message.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"message": str(error)}
-            code = error.get("code")
-            slot.resolve(error=RpcError(code if isinstance(code, int) else None,
-                                        str(error.get("message") or "unknown error"), error.get("data")))
-        else:
-            slot.resolve(message.get("result"))
-
-    def _deliver_notification(self, run: Run, message: Message) -> None:
-        with run.lock:
-            run.retained.append(message)
-            matched = [slot for slot in run.waiters if predicate_matches(slot.predicate, message)]
-            for slot in matched:
-                run.waiters.remove(slot)
-        for slot in matched:
-            slot.resolve(message)
-        listener = self.on_notification
-        if listener is not None:
-            listener(message)
+                run.deliver_notification(message)
+                listener = self.on_notification
+                if listener is not None:
+                    listener(message)
 
     def _answer(self, run: Run, message: Message) -> None:
         handler = self.on_server_request
@@ -332,30 +323,8 @@ class JsonRpcTransport:
         except TransportClosed:
             pass
 
-    def _exit_failure(self, run: Run, context: str | None) -> TransportClosed:
-        try:
-            code = run.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        stderr_thread = run.threads[0]
-        if stderr_thread is not threading.current_thread():
-            stderr_thread.join(timeout=2)  # its last lines usually hold the reason
-        what = f"{self.name} exited" + (f" with code {code}" if code is not None else "")
-        if code is None:
-            what = f"{self.name} closed its output"
-        # What the child wrote is its own (it can hold a key): the detail, never the message.
-        detail = provider_output(list(run.stderr_tail))
-        report_provider_output(self.name, detail)
-        text = what + (f": {context}" if context else "")
-        if detail:
-            text += "; agentctl -v shows what it wrote"
-        return TransportClosed("transport-closed", text, detail=detail)
-
-    @staticmethod
-    def _kill(run: Run) -> None:
-        # After a protocol fault, or half a message written, the stream cannot be trusted:
-        # the child is ended.
-        try:
-            run.process.kill()
-        except OSError:
-            pass
+    def _stalled(self, run: Run, what: str, stalled: Stalled) -> None:
+        """A watched call got nothing from the child in time: the run ends, the child too."""
+        run.fail(TransportClosed("provider-stalled", f"{self.name} sent nothing for {stalled.seconds:g} s "
+                                 f"while {what} waited for it; it was stopped"))
+        run.kill()

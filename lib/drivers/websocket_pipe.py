@@ -6,7 +6,8 @@ as one text frame over the child's pipes. wsproto does the protocol: the upgrade
 and its `101` / `Sec-WebSocket-Accept` check, masked client frames, reassembly of
 fragmented server messages, validation. This module moves its bytes over the pipes,
 answers pings and the peer's close, and raises `WebSocketError` for a refused upgrade or
-a broken protocol.
+a broken protocol, and `LineTooLong` for a message longer than `max_message_bytes` (wsproto
+hands data frames over in pieces as they arrive, so no more than that is held).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import threading
 from wsproto import ConnectionType, WSConnection, events
 from wsproto.connection import ConnectionState
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from lib.drivers.child_output import LineTooLong
 
 _READ_SIZE = 65536
 # wsproto reports a frame it cannot parse as a CloseConnection event without leaving these
@@ -36,8 +39,9 @@ class WebSocketPipe:
     """
 
     def __init__(self, reader: io.BufferedIOBase, writer: io.BufferedIOBase, *,
-                 host: str = "localhost", path: str = "/"):
+                 host: str = "localhost", path: str = "/", max_message_bytes: int | None = None):
         self._reader, self._writer = reader, writer
+        self._max_message_bytes = max_message_bytes
         self._host, self._path = host, path
         self._ws = WSConnection(ConnectionType.CLIENT)
         self._pending: collections.deque[events.Event | WebSocketError] = collections.deque()
@@ -63,6 +67,7 @@ class WebSocketPipe:
     def receive(self) -> bytes | None:
         """The next whole data message, or None once the peer closed the connection."""
         parts: list[bytes] = []
+        size = 0
         while True:
             while self._pending:
                 event = self._pending.popleft()
@@ -71,6 +76,10 @@ class WebSocketPipe:
                 if isinstance(event, events.Message):
                     data = event.data
                     parts.append(data.encode("utf-8") if isinstance(data, str) else bytes(data))
+                    size += len(parts[-1])
+                    if self._max_message_bytes is not None and size > self._max_message_bytes:
+                        parts.clear()
+                        raise LineTooLong(self._max_message_bytes)
                     if event.message_finished:
                         return b"".join(parts)
                 elif isinstance(event, events.Ping):

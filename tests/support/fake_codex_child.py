@@ -21,7 +21,17 @@ It answers every request with `{"id": N, "result": {"echo": METHOD, "id": N, "pa
   hang-turn-start   never answer `turn/start`, but announce it with `test/hanging`
   stop-reading      announce `test/not-reading`, then never read stdin again (nor exit),
                     so a large enough write from the client fills the pipe and blocks
+  hang              answer `initialize`, then never answer `thread/list` and write nothing
+  hang-read         list one thread (`thread-1`), then never answer `thread/read`
+  flood             on `thread/list`, begin the answer and go on with one line that has no
+                    newline: $FAKE_CODEX_FLOOD_BYTES bytes (16 MiB if unset), then nothing
+  never-ends-line   on `thread/list`, write the start of the answer without its newline,
+                    then nothing
 In every mode `env/get` answers with the child's environment and working directory.
+In the last four, once the fault begins the child goes on reading (and exits when its
+input closes); with $FAKE_CODEX_PID_FILE set it first starts a grandchild that outlives it
+and writes "PID GRANDCHILD_PID" to that file (atomically), so a test can wait for the fault
+and check that both processes end.
 
 With --websocket it speaks the server side of WebSocket over stdio (like the Codex proxy).
 """
@@ -33,10 +43,16 @@ import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 import threading
+from typing import Any
 
 FLOOD_LINE = b"FLOODED-STDERR-LINE " + b"x" * 100 + b"\n"
+FAULTS = {"hang": "thread/list", "hang-read": "thread/read", "flood": "thread/list",
+          "never-ends-line": "thread/list"}
+ONE_THREAD = {"data": [{"id": "thread-1", "name": "the one thread", "cwd": "/", "createdAt": 1767225600,
+                        "updatedAt": 1767225600, "status": {"type": "notLoaded"}}], "nextCursor": None}
 
 
 def child_argv(mode: str = "normal", *, websocket: bool = False) -> list[str]:
@@ -115,6 +131,32 @@ class WebSocketServerIO:
         self._frame(0x0, data[half:])
 
 
+def announce_fault() -> None:
+    """Start a grandchild that outlives this child, then name both in $FAKE_CODEX_PID_FILE."""
+    path = os.environ.get("FAKE_CODEX_PID_FILE")
+    if not path:
+        return
+    grandchild = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(path + ".tmp", "w") as file:
+        file.write(f"{os.getpid()} {grandchild.pid}\n")
+    os.replace(path + ".tmp", path)
+
+
+def begin_fault(mode: str, request_id: int, out: Any) -> None:
+    announce_fault()
+    if mode == "flood":
+        out.write(b'{"id": %d, "result": {"data": "' % request_id)
+        left = int(os.environ.get("FAKE_CODEX_FLOOD_BYTES") or 16 * 1024 * 1024)
+        block = b"x" * 65536
+        while left > 0:
+            out.write(block[:left])
+            left -= len(block)
+    elif mode == "never-ends-line":
+        out.write(b'{"id": %d, "result": {"data": [{"id": "thread-' % request_id)
+    out.flush()
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
     if mode == "exit-at-start":
@@ -142,6 +184,13 @@ def main() -> None:
             continue
         params = message.get("params")
         if mode == "silent":
+            continue
+        if method == FAULTS.get(mode):
+            begin_fault(mode, request_id, sys.stdout.buffer)
+            continue
+        if method == "thread/list" and mode == "hang-read":
+            archived = (params or {}).get("archived")
+            send({"id": request_id, "result": {"data": [], "nextCursor": None} if archived else ONE_THREAD})
             continue
         if method == "env/get":
             send({"id": request_id, "result": {"env": dict(os.environ), "cwd": os.getcwd()}})
