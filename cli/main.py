@@ -39,7 +39,7 @@ def cli(ctx: click.Context, **options: object) -> None:
 for command in COMMANDS:
     cli.add_command(with_global_options(command))
 
-TERMINATED = 128 + signal.SIGTERM  # 143: what a shell reports for a process SIGTERM ended
+TERMINATED = ExitCode.TERMINATED  # 128 + SIGTERM: what a shell reports for a process SIGTERM ended
 
 
 class Terminated(BaseException):

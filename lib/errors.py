@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     PARTIAL = 3  # some sessions or sources failed, the rest went through
     LOCKED = 4  # a lock is held by another process
     NOT_FOUND = 5  # what was asked for does not exist
+    TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it), after an orderly stop
 
 
 class CodedError(Exception):
