@@ -1,17 +1,23 @@
-"""Event chunks: exact byte accounting, whole events, content hashes of captured events."""
+"""Event chunks: exact byte accounting, whole events, content hashes of captured events,
+and JSON text that is json.dumps's byte for byte whether orjson or json.dumps wrote it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from collections import OrderedDict
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lib.hash_stream
 from lib.canonical import capture
 from lib.chunking import ChunkError, build_chunk, chunk_events, compact_json
-from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash
+from lib.frozen import FrozenDict
+from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash, value_hash
 from tests.support.speedups import implementation  # noqa: F401  (each test: Python, then C)
 
 
@@ -171,3 +177,79 @@ def test_any_events_chunk_exactly_at_any_target(events, target):
     for before, after in zip(chunks, chunks[1:], strict=False):
         first_next = _utf8_len(after.events[0])
         assert before.byte_length + 1 + first_next > target
+
+
+class Str(str):
+    pass
+
+
+class Int(int):
+    pass
+
+
+_characters = st.characters() | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+odd_texts = st.text(_characters, max_size=20) | st.sampled_from(
+    ["x" * 65, "é" * 33, "a\x7f", 'q"\\\n\t\x00\x1f', "\u2028\u2029\ufeff😀", "lone \ud800"]
+)
+json_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40)
+    | st.one_of(  # about one leaf in six is one that orjson writes otherwise, or refuses
+        st.integers(),
+        st.sampled_from([2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]),
+        st.floats(),
+        st.floats(min_value=-1e-3, max_value=1e-3),
+        st.sampled_from([1e-05, -1.5e-07, 9.99e-05, 1e-4, 5e-324, 1e16, 1e22, -0.0, math.nan, math.inf]),
+        odd_texts,
+        st.builds(Str, st.text(max_size=5)),
+        st.builds(Int, st.integers(-5, 5)),
+    )
+)
+json_ish = st.recursive(
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    | st.dictionaries(odd_texts, inner, max_size=3)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3).map(FrozenDict)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(OrderedDict),
+    max_leaves=12,
+)
+
+
+def _reference_event(event):
+    """json.dumps's text of the captured event (all-escaped for a lone surrogate) and the
+    reference walk's hash stream; None where chunking must refuse the event."""
+    try:
+        value = capture(event)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError):  # CaptureError, a non-finite number, no JSON form
+        return None
+    stream = bytearray()
+    lib.hash_stream._encode_into(value, stream)  # the pure-Python reference walk
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return raw, bytes(stream)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(st.text(max_size=6) | odd_texts | st.integers(0, 3), json_ish, max_size=5))
+def test_the_orjson_text_is_json_dumps_of_the_captured_event_or_the_event_is_refused(event):
+    expected = _reference_event(event)
+    if expected is None:
+        with pytest.raises(ChunkError):
+            build_chunk(0, [event])
+        return
+    chunk = build_chunk(0, [event])
+    raw, stream = expected
+    assert chunk.json_text.encode("utf-8") == b"[" + raw + b"]"
+    assert chunk.byte_length == len(raw) + 2
+    assert chunk.content_hash == "sha256:" + hashlib.sha256(b"\x10" + stream + b"\x00").hexdigest()
+    assert value_hash(chunk.events) == value_hash([capture(event)])
+    if chunk.orjson_text:  # orjson reads back exactly what json reads
+        assert orjson.loads(chunk.json_text) == json.loads(chunk.json_text)

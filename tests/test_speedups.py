@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import lib.hash_stream
 import lib.hashing
 from lib import _speedups  # built by `make install` (pyproject.toml); these tests need it
-from lib.canonical import capture, capture_encoded
+from lib.canonical import capture_encoded
 from lib.fabric import graph_plan
 from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED, BigInt, Encoded, HashError, encode_value, value_hash
@@ -214,80 +214,6 @@ def _orjson_exact(value) -> bool:
     if isinstance(value, dict):
         return all(_orjson_exact(v) for v in value.values())
     return True
-
-
-json_leaves = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53), 2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=40)
-    | st.one_of(  # about one leaf in six is one that orjson writes otherwise, or refuses
-        st.integers(),
-        st.sampled_from([2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]),
-        st.floats(),
-        st.floats(min_value=-1e-3, max_value=1e-3),
-        st.sampled_from([1e-05, -1.5e-07, 9.99e-05, 1e-4, 5e-324, 1e16, 1e22, -0.0, math.nan, math.inf]),
-        texts,
-        st.builds(Str, st.text(max_size=5)),
-        st.builds(Int, st.integers(-5, 5)),
-    )
-)
-json_ish = st.recursive(
-    json_leaves,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.lists(inner, max_size=3).map(tuple)
-    | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    | st.dictionaries(texts, inner, max_size=3)
-    | st.dictionaries(st.text(max_size=4), inner, max_size=3).map(FrozenDict)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(OrderedDict),
-    max_leaves=12,
-)
-
-
-def _reference_chunk(event):
-    """json.dumps's text of the captured event (all-escaped for a lone surrogate) and the
-    reference hash stream, or None where chunking must refuse the event."""
-    try:
-        captured = capture_encoded(event)
-        text = json.dumps(captured.value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (ValueError, TypeError):  # CaptureError, non-finite numbers
-        return None
-    if not captured.plain_json:
-        return None
-    try:
-        raw = text.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = json.dumps(captured.value, separators=(",", ":"), allow_nan=False).encode("ascii")
-    return raw, reference_stream(captured.value)
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.dictionaries(st.text(max_size=6) | keys, json_ish, max_size=5))
-def test_the_orjson_path_writes_the_reference_text_for_any_event_or_falls_back(event):
-    import hashlib
-
-    from lib.chunking import ChunkError, build_chunk
-
-    with pure_python():
-        expected = _reference_chunk(event)
-    for fast in (True, False):
-        lib.hashing.use_speedups(fast)
-        try:
-            if expected is None:
-                with pytest.raises(ChunkError):
-                    build_chunk(0, [event])
-                continue
-            chunk = build_chunk(0, [event])
-        finally:
-            lib.hashing.use_speedups(True)
-        raw, stream = expected
-        assert chunk.json_text.encode("utf-8") == b"[" + raw + b"]"
-        assert chunk.byte_length == len(raw) + 2
-        assert chunk.content_hash == "sha256:" + hashlib.sha256(b"\x10" + stream + b"\x00").hexdigest()
-        assert value_hash(chunk.events) == value_hash([capture(event)])
-        if chunk.orjson_text:  # orjson reads back exactly what json reads
-            assert orjson.loads(chunk.json_text) == json.loads(chunk.json_text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -243,10 +243,10 @@ def run(report: Any) -> None:
     )
     path_used = "the C extension lib._speedups" if stages["c"] else "pure Python (no C extension, or AGENTCTL_PURE_PYTHON=1)"
     report.note(
-        f"Events are hash-encoded and serialised in one walk by {path_used}:"
+        f"Events are hash-encoded by {path_used} and written by orjson:"
         f" {stage['event hash stream + JSON text'] / base_time:.2f}x the baseline on the largest"
         f" session, against {stage['the same in pure Python'] / base_time:.2f}x for the pure-Python"
-        " reference (capture, hash walk, json encoder). Reading the record (json.loads,"
+        " reference (capture, hash walk, orjson). Reading the record (json.loads,"
         f" {stage['json.loads'] / base_time:.2f}x) is most of the rest."
     )
 
