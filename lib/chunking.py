@@ -28,7 +28,7 @@ make them disagree. Any other event (or no C extension) takes the captured path
 (lib.canonical): the captured copy is hashed and written, by orjson where capture
 vouches for its numbers, else by json.dumps (whose text for a lone surrogate escapes
 every non-ASCII character, since such a string has no UTF-8 form). Both paths give the
-very same stream and text (tests/test_speedups.py compares them).
+very same stream and text (tests/test_chunking.py compares them with json.dumps).
 """
 
 from __future__ import annotations
