@@ -5,20 +5,19 @@
  * FrozenDict type) with str keys, all of their exact built-in types. Anything else
  * (UNDEFINED, HOLE, bytes, BigInt, larger ints, subclasses, objects with
  * __fabric_json__ other than registered types, non-str keys, nesting deeper than
- * MAX_DEPTH, which includes cycles) raises Unsupported, and the caller runs the pure-Python reference for that
- * value. So for every value the result is either the reference's bytes or Unsupported.
+ * MAX_DEPTH, which includes cycles) raises Unsupported, and the caller runs the
+ * pure-Python reference for that value. So for every value the result is either the
+ * reference's bytes or Unsupported.
  *
  *   encode(value, marks=None) -> bytes
  *       The stream. With a list as `marks`, (id(element), start, end) is appended for
  *       every dict/list/tuple element of an array (lib/fabric/graph_plan.py).
- *   encode_json(value) -> (stream: bytes, json: bytes, wide: bool)
- *       The stream and, in the same walk, compact JSON (UTF-8; keys in the stream's
- *       order; escapes exactly as json.dumps(ensure_ascii=False)); `wide` tells that
- *       a string or key holds a character >= U+007F. A non-finite float is Unsupported
- *       here (plain JSON cannot hold it).
- *   capture(value) -> (copy: Any, stream: bytes, wide: bool)
- *       lib.canonical's captured copy (dicts become FrozenDicts in canonical key order,
- *       lists tuples; immutable leaves shared) and the stream, in one walk.
+ *   encode_json(value) -> bytes
+ *       The same stream, for a value whose JSON text orjson then writes (lib/chunking.py):
+ *       also Unsupported for a float that JSON cannot hold (NaN, infinities) or that
+ *       orjson writes otherwise than json.dumps (0 < |x| < 1e-4), and for registered
+ *       __fabric_json__ types. So a value this accepts has exactly json.dumps's text in
+ *       orjson.dumps(value, option=OPT_SORT_KEYS).
  *   set_frozen_type(type)  the FrozenDict class (a dict subclass read as a dict).
  *   add_fabric_type(type)  objects of exactly this type are encoded as the value their
  *       __fabric_json__() returns (lib.hashing registers the types its walk meets so).
@@ -51,9 +50,7 @@ typedef struct {
 
 typedef struct {
     Buf stream;
-    Buf json;
-    int want_json;
-    int wide;
+    int for_json; /* encode_json: refuse what orjson would not write as json.dumps does */
     int depth;
     PyObject *marks;
 } Enc;
@@ -117,7 +114,7 @@ unsupported(const char *what)
     return -1;
 }
 
-/* ---- numbers ------------------------------------------------------------------ */
+/* ---- leaves ------------------------------------------------------------------- */
 
 static int
 put_double(Enc *e, double d)
@@ -147,110 +144,27 @@ enc_int(Enc *e, PyObject *v)
     const long long limit = (long long)1 << 53;
     if (overflow || x > limit || x < -limit)
         return unsupported("an int beyond 2**53 is a bigint");
-    if (put_double(e, (double)x) < 0)
-        return -1;
-    if (e->want_json) {
-        char text[32];
-        int n = snprintf(text, sizeof text, "%lld", x);
-        if (buf_reserve(&e->json, n) < 0)
-            return -1;
-        put_mem(&e->json, text, n);
-    }
-    return 0;
+    return put_double(e, (double)x);
 }
 
 static int
 enc_float(Enc *e, PyObject *v)
 {
     double d = PyFloat_AS_DOUBLE(v);
-    if (e->want_json) {
+    if (e->for_json) {
         if (!isfinite(d))
             return unsupported("a non-finite number has no plain JSON form");
-        /* float.__repr__, which is what json.dumps writes */
-        char *text = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-        if (text == NULL)
-            return -1;
-        Py_ssize_t n = (Py_ssize_t)strlen(text);
-        if (buf_reserve(&e->json, n) < 0) {
-            PyMem_Free(text);
-            return -1;
-        }
-        put_mem(&e->json, text, n);
-        PyMem_Free(text);
+        /* orjson writes 1e-05 as 0.00001 and 1.5e-07 as 1.5e-7; from 1e-4 up, as repr */
+        if (d != 0.0 && fabs(d) < 1e-4)
+            return unsupported("orjson and json.dumps write this number differently");
     }
     return put_double(e, d);
 }
 
-/* ---- strings ------------------------------------------------------------------ */
-
-/* What json.dumps(ensure_ascii=False) writes for a byte of UTF-8: 0 = the byte as it
- * is, 'u' = \u00XX, otherwise a backslash and this letter. */
-static char json_escape[256];
-
-static void
-init_escapes(void)
-{
-    for (int c = 0; c < 0x20; c++)
-        json_escape[c] = 'u';
-    json_escape['\b'] = 'b';
-    json_escape['\f'] = 'f';
-    json_escape['\n'] = 'n';
-    json_escape['\r'] = 'r';
-    json_escape['\t'] = 't';
-    json_escape['"'] = '"';
-    json_escape['\\'] = '\\';
-}
-
 static int
-put_json_string(Buf *b, const unsigned char *s, Py_ssize_t n)
+put_long_string_hash(Enc *e, const char *s, Py_ssize_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    if (buf_reserve(b, n + 2) < 0)
-        return -1;
-    put_byte(b, '"');
-    Py_ssize_t run = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        /* skip 8 bytes at a time while none of them is < 0x20, '"' or '\\' */
-        while (i + 8 <= n) {
-            uint64_t x;
-            memcpy(&x, s + i, 8);
-            const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
-            uint64_t quote = x ^ (ones * '"'), slash = x ^ (ones * '\\');
-            uint64_t hit = ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash);
-            if (hit & high)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        char esc = json_escape[s[i]];
-        if (!esc)
-            continue;
-        put_mem(b, (const char *)s + run, i - run);
-        run = i + 1;
-        /* room for this escape and everything after it, unescaped */
-        if (buf_reserve(b, 6 + (n - run) + 1) < 0)
-            return -1;
-        put_byte(b, '\\');
-        if (esc == 'u') {
-            put_mem(b, "u00", 3);
-            put_byte(b, hex[s[i] >> 4]);
-            put_byte(b, hex[s[i] & 0xF]);
-        }
-        else {
-            put_byte(b, esc);
-        }
-    }
-    put_mem(b, (const char *)s + run, n - run);
-    put_byte(b, '"');
-    return 0;
-}
-
-static int
-put_long_string_hash(Enc *e, const char *s, Py_ssize_t n, PyObject *owner)
-{
-    /* hashlib reads the bytes through a memoryview (no copy); `owner` keeps them alive */
-    (void)owner;
+    /* hashlib reads the bytes through a memoryview (no copy); the caller keeps them alive */
     PyObject *view = PyMemoryView_FromMemory((char *)s, n, PyBUF_READ);
     if (view == NULL)
         return -1;
@@ -286,11 +200,8 @@ enc_str(Enc *e, PyObject *s)
     if (PyUnicode_IS_ASCII(s)) {
         data = (const char *)PyUnicode_DATA(s);
         n = PyUnicode_GET_LENGTH(s);
-        if (!e->wide && memchr(data, 0x7F, (size_t)n) != NULL)
-            e->wide = 1;
     }
     else {
-        e->wide = 1;
         utf8 = PyUnicode_AsUTF8String(s);
         if (utf8 == NULL) {
             if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
@@ -313,20 +224,24 @@ enc_str(Enc *e, PyObject *s)
         }
     }
     else {
-        rc = put_long_string_hash(e, data, n, utf8 ? utf8 : s);
+        rc = put_long_string_hash(e, data, n);
     }
-    if (rc == 0 && e->want_json)
-        rc = put_json_string(&e->json, (const unsigned char *)data, n);
     Py_XDECREF(utf8);
     return rc;
 }
 
+static int
+put_literal(Enc *e, const char *stream, Py_ssize_t n)
+{
+    if (buf_reserve(&e->stream, n) < 0)
+        return -1;
+    put_mem(&e->stream, stream, n);
+    return 0;
+}
+
 /* ---- containers --------------------------------------------------------------- */
 
-/* Each enc_* writes v's stream (and JSON); with `out` non-NULL it also sets *out to
- * v's captured copy (lib/canonical.py): a dict becomes a FrozenDict in canonical key
- * order, a list a tuple; immutable leaves are shared. */
-static int enc_value(Enc *e, PyObject *v, PyObject **out);
+static int enc_value(Enc *e, PyObject *v);
 
 typedef struct {
     PyObject *key;
@@ -355,39 +270,8 @@ pair_cmp(const void *x, const void *y)
     return key_less(a->key, b->key) ? -1 : 1; /* keys are distinct */
 }
 
-static inline int
-put_both(Enc *e, char stream_byte, char json_byte)
-{
-    if (buf_reserve(&e->stream, 1) < 0 || (e->want_json && buf_reserve(&e->json, 1) < 0))
-        return -1;
-    put_byte(&e->stream, stream_byte);
-    if (e->want_json)
-        put_byte(&e->json, json_byte);
-    return 0;
-}
-
-static inline int
-put_json_byte(Enc *e, char c)
-{
-    if (!e->want_json)
-        return 0;
-    if (buf_reserve(&e->json, 1) < 0)
-        return -1;
-    put_byte(&e->json, c);
-    return 0;
-}
-
-static PyObject *
-new_frozen(void)
-{
-    static PyObject *no_args;
-    if (no_args == NULL && (no_args = PyTuple_New(0)) == NULL)
-        return NULL;
-    return PyDict_Type.tp_new(frozen_type, no_args, NULL);
-}
-
 static int
-enc_dict(Enc *e, PyObject *d, PyObject **out)
+enc_dict(Enc *e, PyObject *d)
 {
     Py_ssize_t n = PyDict_GET_SIZE(d);
     Pair small[SMALL_DICT];
@@ -400,7 +284,7 @@ enc_dict(Enc *e, PyObject *d, PyObject **out)
         }
     }
     Py_ssize_t count = 0, pos = 0;
-    PyObject *k, *v, *copy = NULL;
+    PyObject *k, *v;
     int rc = 0;
     while (count < n && PyDict_Next(d, &pos, &k, &v)) {
         if (!PyUnicode_CheckExact(k)) {
@@ -412,12 +296,6 @@ enc_dict(Enc *e, PyObject *d, PyObject **out)
         pairs[count].key = k;
         pairs[count].value = v;
         count++;
-    }
-    if (rc == 0 && out != NULL) {
-        if (frozen_type == NULL)
-            rc = unsupported("no FrozenDict type registered");
-        else if ((copy = new_frozen()) == NULL)
-            rc = -1;
     }
     if (rc == 0) {
         if (count <= SMALL_DICT) {
@@ -434,26 +312,14 @@ enc_dict(Enc *e, PyObject *d, PyObject **out)
         else {
             qsort(pairs, (size_t)count, sizeof(Pair), pair_cmp);
         }
-        rc = put_both(e, 0x11, '{');
+        rc = put_literal(e, "\x11", 1);
         for (Py_ssize_t i = 0; rc == 0 && i < count; i++) {
-            if (i)
-                rc = put_json_byte(e, ',');
+            rc = enc_str(e, pairs[i].key);
             if (rc == 0)
-                rc = enc_str(e, pairs[i].key);
-            if (rc == 0)
-                rc = put_json_byte(e, ':');
-            if (rc == 0) {
-                PyObject *item = NULL;
-                rc = enc_value(e, pairs[i].value, copy ? &item : NULL);
-                /* PyDict_SetItem on the dict itself: FrozenDict's own __setitem__ refuses */
-                if (rc == 0 && copy != NULL) {
-                    rc = PyDict_SetItem(copy, pairs[i].key, item);
-                    Py_DECREF(item);
-                }
-            }
+                rc = enc_value(e, pairs[i].value);
         }
         if (rc == 0)
-            rc = put_both(e, 0x00, '}');
+            rc = put_literal(e, "\x00", 1);
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         Py_DECREF(pairs[i].key);
@@ -461,10 +327,6 @@ enc_dict(Enc *e, PyObject *d, PyObject **out)
     }
     if (pairs != small)
         PyMem_Free(pairs);
-    if (rc == 0 && out != NULL)
-        *out = copy;
-    else
-        Py_XDECREF(copy);
     return rc;
 }
 
@@ -477,58 +339,27 @@ is_container(PyObject *v)
 }
 
 static int
-enc_array(Enc *e, PyObject *a, PyObject **out)
+enc_array(Enc *e, PyObject *a)
 {
     int is_list = PyList_CheckExact(a);
-    PyObject *items = NULL;
-    if (out != NULL && (items = PyList_New(0)) == NULL)
-        return -1;
-    int rc = put_both(e, 0x10, '[');
+    int rc = put_literal(e, "\x10", 1);
     /* a list is re-measured every step: hashlib may let another thread change it */
     for (Py_ssize_t i = 0; rc == 0 && i < (is_list ? PyList_GET_SIZE(a) : PyTuple_GET_SIZE(a)); i++) {
         PyObject *item = is_list ? PyList_GET_ITEM(a, i) : PyTuple_GET_ITEM(a, i);
-        if (i)
-            rc = put_json_byte(e, ',');
-        if (rc < 0)
-            break;
         Py_INCREF(item);
         Py_ssize_t start = e->stream.len;
-        PyObject *copy = NULL;
-        rc = enc_value(e, item, items ? &copy : NULL);
+        rc = enc_value(e, item);
         if (rc == 0 && e->marks != NULL && is_container(item)) {
             PyObject *mark = Py_BuildValue("(Nnn)", PyLong_FromVoidPtr(item), start, e->stream.len);
             if (mark == NULL || PyList_Append(e->marks, mark) < 0)
                 rc = -1;
             Py_XDECREF(mark);
         }
-        if (rc == 0 && items != NULL)
-            rc = PyList_Append(items, copy);
-        Py_XDECREF(copy);
         Py_DECREF(item);
     }
     if (rc == 0)
-        rc = put_both(e, 0x00, ']');
-    if (rc == 0 && out != NULL) {
-        *out = PyList_AsTuple(items);
-        if (*out == NULL)
-            rc = -1;
-    }
-    Py_XDECREF(items);
+        rc = put_literal(e, "\x00", 1);
     return rc;
-}
-
-static int
-put_literal(Enc *e, const char *stream, Py_ssize_t ns, const char *json, Py_ssize_t nj)
-{
-    if (buf_reserve(&e->stream, ns) < 0)
-        return -1;
-    put_mem(&e->stream, stream, ns);
-    if (e->want_json) {
-        if (buf_reserve(&e->json, nj) < 0)
-            return -1;
-        put_mem(&e->json, json, nj);
-    }
-    return 0;
 }
 
 static int
@@ -540,18 +371,18 @@ enc_leaf(Enc *e, PyObject *v)
     if (t == &PyLong_Type)
         return enc_int(e, v);
     if (v == Py_None)
-        return put_literal(e, "\x20", 1, "null", 4);
+        return put_literal(e, "\x20", 1);
     if (v == Py_True)
-        return put_literal(e, "\x22\x01", 2, "true", 4);
+        return put_literal(e, "\x22\x01", 2);
     if (v == Py_False)
-        return put_literal(e, "\x22\x00", 2, "false", 5);
+        return put_literal(e, "\x22\x00", 2);
     if (t == &PyFloat_Type)
         return enc_float(e, v);
     return unsupported("a value outside plain JSON types");
 }
 
 /* An object of a registered type (a Link) hashes as its __fabric_json__() value, as in
- * the reference. Only the plain stream has it: capture and JSON leave it to Python. */
+ * the reference. Only the plain stream has it: JSON text leaves it to Python. */
 static int
 enc_fabric(Enc *e, PyObject *v)
 {
@@ -568,7 +399,7 @@ enc_fabric(Enc *e, PyObject *v)
         }
     }
     else {
-        rc = enc_value(e, json, NULL);
+        rc = enc_value(e, json);
         Py_DECREF(json);
     }
     e->depth--;
@@ -576,7 +407,7 @@ enc_fabric(Enc *e, PyObject *v)
 }
 
 static int
-enc_value(Enc *e, PyObject *v, PyObject **out)
+enc_value(Enc *e, PyObject *v)
 {
     PyTypeObject *t = Py_TYPE(v);
     if (t == &PyDict_Type || (frozen_type != NULL && t == frozen_type) || t == &PyList_Type ||
@@ -585,27 +416,24 @@ enc_value(Enc *e, PyObject *v, PyObject **out)
             e->depth--;
             return unsupported("nested too deeply for the fast path");
         }
-        int rc = (t == &PyList_Type || t == &PyTuple_Type) ? enc_array(e, v, out) : enc_dict(e, v, out);
+        int rc = (t == &PyList_Type || t == &PyTuple_Type) ? enc_array(e, v) : enc_dict(e, v);
         e->depth--;
         return rc;
     }
-    if (out == NULL && !e->want_json && fabric_types != NULL && PySet_GET_SIZE(fabric_types) &&
+    if (!e->for_json && fabric_types != NULL && PySet_GET_SIZE(fabric_types) &&
         !PyUnicode_Check(v) && PySet_Contains(fabric_types, (PyObject *)t) == 1)
         return enc_fabric(e, v);
-    if (enc_leaf(e, v) < 0)
-        return -1;
-    if (out != NULL)
-        *out = Py_NewRef(v);
-    return 0;
+    return enc_leaf(e, v);
 }
 
 /* ---- module functions ----------------------------------------------------------- */
 
-static void
-enc_free(Enc *e)
+static PyObject *
+finish(Enc *e, int rc)
 {
+    PyObject *out = rc < 0 ? NULL : PyBytes_FromStringAndSize(e->stream.data, e->stream.len);
     PyMem_Free(e->stream.data);
-    PyMem_Free(e->json.data);
+    return out;
 }
 
 static PyObject *
@@ -619,42 +447,15 @@ py_encode(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "marks must be a list or None");
         return NULL;
     }
-    Enc e = {{NULL, 0, 0}, {NULL, 0, 0}, 0, 0, 0, marks == Py_None ? NULL : marks};
-    if (enc_value(&e, value, NULL) < 0) {
-        enc_free(&e);
-        return NULL;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(e.stream.data, e.stream.len);
-    enc_free(&e);
-    return out;
+    Enc e = {{NULL, 0, 0}, 0, 0, marks == Py_None ? NULL : marks};
+    return finish(&e, enc_value(&e, value));
 }
 
 static PyObject *
 py_encode_json(PyObject *self, PyObject *value)
 {
-    Enc e = {{NULL, 0, 0}, {NULL, 0, 0}, 1, 0, 0, NULL};
-    if (enc_value(&e, value, NULL) < 0) {
-        enc_free(&e);
-        return NULL;
-    }
-    PyObject *out = Py_BuildValue("(y#y#O)", e.stream.data, e.stream.len, e.json.data, e.json.len,
-                                  e.wide ? Py_True : Py_False);
-    enc_free(&e);
-    return out;
-}
-
-static PyObject *
-py_capture(PyObject *self, PyObject *value)
-{
-    Enc e = {{NULL, 0, 0}, {NULL, 0, 0}, 0, 0, 0, NULL};
-    PyObject *copy = NULL;
-    if (enc_value(&e, value, &copy) < 0) {
-        enc_free(&e);
-        return NULL;
-    }
-    PyObject *out = Py_BuildValue("(Ny#O)", copy, e.stream.data, e.stream.len, e.wide ? Py_True : Py_False);
-    enc_free(&e);
-    return out;
+    Enc e = {{NULL, 0, 0}, 1, 0, NULL};
+    return finish(&e, enc_value(&e, value));
 }
 
 static PyObject *
@@ -686,9 +487,7 @@ static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))py_encode, METH_VARARGS | METH_KEYWORDS,
      "encode(value, marks=None) -> bytes: the value-hash byte stream of a plain value."},
     {"encode_json", py_encode_json, METH_O,
-     "encode_json(value) -> (stream, compact UTF-8 JSON, wide): one walk, both outputs."},
-    {"capture", py_capture, METH_O,
-     "capture(value) -> (captured copy, stream, wide): lib.canonical's capture in one walk."},
+     "encode_json(value) -> bytes: the stream of a value orjson writes as json.dumps does."},
     {"add_fabric_type", py_add_fabric_type, METH_O,
      "Hash objects of exactly this type as their __fabric_json__() (encode only)."},
     {"set_frozen_type", py_set_frozen_type, METH_O, "Register the FrozenDict class."},
@@ -703,7 +502,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    init_escapes();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

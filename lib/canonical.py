@@ -9,10 +9,8 @@ Later hashing, measuring and writing all use the captured copy, so mutating the 
 cannot make a hash disagree with what is written (spec "Canonical hashes").
 
 `capture_encoded(value)` returns the captured value together with its lib.hashing byte
-stream. Plain JSON-typed values (exact built-in types, the usual case) are captured and
-encoded by the C extension in one walk (lib._speedups.capture); every other value is
-captured by the Python walk below and then encoded by the reference encoder
-(lib.hash_stream), so there is one Python definition of the byte stream.
+stream (lib.hashing.encode_value of the copy: the C fast path where it applies, else
+the reference walk of lib.hash_stream) and what the copy's JSON text can be.
 
 Errors are CaptureError with code "cycle", "unsupported-value" or "too-deep".
 """
@@ -24,11 +22,9 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-import lib.hash_stream as _stream
-import lib.hashing as _hashing
 from lib.errors import CodedError
 from lib.frozen import FrozenDict, sorted_keys
-from lib.hash_stream import HOLE, UNDEFINED, BigInt, HashError
+from lib.hashing import HOLE, UNDEFINED, BigInt, HashError, encode_value
 
 __all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]
 
@@ -47,17 +43,18 @@ class Captured(NamedTuple):
     value: Any
     stream: bytes
     """The value-hash byte stream: sha256(stream) is lib.hashing.value_hash(value)."""
-    ascii_json: bool
-    """True when no string holds a character >= U+007F, so the value's ASCII-escaped JSON
-    is also its UTF-8 JSON (False may be a false alarm, never the other way round)."""
     plain_json: bool
     """False when the value holds UNDEFINED, HOLE, bytes, a BigInt or a link, which plain
     JSON cannot hold (non-finite floats are left to the JSON encoder to refuse)."""
+    exact_numbers: bool
+    """True when every float is finite and either 0 or at least 1e-4 in magnitude: the
+    numbers orjson writes exactly as json.dumps does (lib.chunking.compact_json)."""
 
 
-# Values seen that plain JSON cannot hold; read before and after a walk, like
-# lib.hash_stream._wide_strings (another thread can only add false alarms).
+# Values seen that plain JSON cannot hold, and floats orjson writes otherwise than
+# json.dumps; read before and after a walk (another thread can only add false alarms).
 _non_json = 0
+_odd_floats = 0
 
 
 def _note_non_json() -> None:
@@ -65,31 +62,29 @@ def _note_non_json() -> None:
     _non_json += 1
 
 
+_INF = float("inf")
+
+
+def _note_float(v: float) -> None:
+    global _odd_floats
+    if not (1e-4 <= abs(v) < _INF or v == 0.0):  # NaN fails both
+        _odd_floats += 1
+
+
 def capture_encoded(value: Any) -> Captured:
     """The captured value, its value-hash stream, and what its JSON form can be."""
-    fast = _hashing._c_capture
-    if fast is not None:
-        try:
-            captured, stream, wide = fast(value)
-            return Captured(captured, stream, not wide, True)
-        except _hashing.Unsupported:
-            pass  # not plain JSON through and through: the walk below decides
-    non_json_before = _non_json
+    non_json_before, odd_before = _non_json, _odd_floats
     try:
         captured = _cap_value(value)
     except RecursionError:
         if _has_cycle(value):
             raise CaptureError("cycle", "value refers to itself; a cycle has no Fabric form") from None
         raise CaptureError("too-deep", "value is nested too deeply to capture") from None
-    buf = bytearray()
-    wide_before = _stream._wide_strings
     try:
-        _stream._encode_into(captured, buf)
+        stream = encode_value(captured)
     except HashError as exc:
         raise CaptureError(exc.code, exc.message) from None
-    return Captured(
-        captured, bytes(buf), _stream._wide_strings == wide_before, _non_json == non_json_before
-    )
+    return Captured(captured, stream, _non_json == non_json_before, _odd_floats == odd_before)
 
 
 class _Building(dict):
@@ -128,7 +123,10 @@ def _cap_list(a: Any) -> tuple[Any, ...]:
 
 def _cap_value(v: Any) -> Any:
     t = type(v)
-    if t is str or t is int or t is float or t is bool or v is None:
+    if t is str or t is int or t is bool or v is None:
+        return v
+    if t is float:
+        _note_float(v)
         return v
     if t is dict:
         return _cap_dict(v)
@@ -152,7 +150,9 @@ def _cap_other(v: Any) -> Any:
     if isinstance(v, int):
         return int(v)
     if isinstance(v, float):
-        return float(v)
+        v = float(v)
+        _note_float(v)
+        return v
     if isinstance(v, str):
         return str(v)
     if isinstance(v, bytes | bytearray | memoryview):

@@ -1,28 +1,34 @@
 """Event chunks: provider events grouped into chunks of at most ~512 KiB of JSON.
 
-Each event is hash-encoded and serialised once, compactly: separators
-"," and ":", non-ASCII written as UTF-8, keys in canonical order (Python's float repr
-for non-integral numbers). That text is both the measurement and what a `prepared`
-record carries, so byte lengths describe exactly what is written. A chunk's byte length
-is its JSON array: 2 brackets + its events + (n-1) commas, in UTF-8 bytes. Events stay
-whole; an event larger than the target sits alone in one oversized chunk; a snapshot
-with no events gives part 0 with an empty array. Events must be plain JSON (no
-UNDEFINED, holes, bytes, BigInt, links or non-finite numbers): ChunkError otherwise.
+Each event is hash-encoded and serialised once, compactly: exactly the text of
+`json.dumps(event, ensure_ascii=False, separators=(",", ":"))` with keys in canonical
+order (Python's float repr, non-ASCII as UTF-8). That text is both the measurement and
+what a `prepared` record carries, so byte lengths describe exactly what is written. A
+chunk's byte length is its JSON array: 2 brackets + its events + (n-1) commas, in UTF-8
+bytes. Events stay whole; an event larger than the target sits alone in one oversized
+chunk; a snapshot with no events gives part 0 with an empty array. Events must be plain
+JSON (no UNDEFINED, holes, bytes, BigInt, links or non-finite numbers): ChunkError
+otherwise.
 
-A chunk's `contentHash` is the content hash of its captured events array (the value hash
-of the tuple of events). The spec's "graph hash" would also cover the child cells' causes,
-but those causes are derived deterministically from this content hash and the part, so
+A chunk's `contentHash` is the content hash of its events array (the value hash of the
+tuple of events). The spec's "graph hash" would also cover the child cells' causes, but
+those causes are derived deterministically from this content hash and the part, so
 hashing the content the graph is built from identifies the graph just as well, and needs
 no stable-array planning to compute. Each event's hash stream is fed into the chunk's
 hasher as it is made (the array's stream is 0x10, the events' streams, 0x00) and then
 dropped, so hashing costs O(event) extra memory.
 
-A plain JSON event (the common case) goes through lib._speedups.encode_json: one C walk
-writes its hash stream and its compact JSON (keys in the same canonical order) side by
-side, without a captured copy. Capture's guarantee still holds: the hash and the text
-come from the same walk, and the chunk keeps only that immutable text, so nothing done
-to the event afterwards can make them disagree. Any other event (or no C extension)
-takes the captured path (lib.canonical), which gives the very same stream and text.
+The JSON text is orjson's wherever orjson writes the reference text: a plain JSON event
+(the common case) is hash-encoded by lib._speedups.encode_json, which accepts only
+values orjson writes exactly as json.dumps does (exact built-in types, no lone
+surrogates, ints within 2**53, no float below 1e-4 in magnitude), then written by
+orjson with sorted keys. Both are taken from the event before the next one is read, and
+the chunk keeps only that immutable text, so nothing done to the event afterwards can
+make them disagree. Any other event (or no C extension) takes the captured path
+(lib.canonical): the captured copy is hashed and written, by orjson where capture
+vouches for its numbers, else by json.dumps (whose text for a lone surrogate escapes
+every non-ASCII character, since such a string has no UTF-8 form). Both paths give the
+very same stream and text (tests/test_chunking.py compares them with json.dumps).
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 import lib.hashing as _hashing
-from lib.canonical import CaptureError, capture, capture_encoded
+from lib.canonical import CaptureError, capture_encoded
 from lib.errors import CodedError
 from lib.hashing import Unsupported
 
@@ -56,49 +64,43 @@ class ChunkError(CodedError, ValueError):
 
 
 
-def _refuse(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} has no plain JSON form")
+_SORT_KEYS = orjson.OPT_SORT_KEYS
 
 
-def _encoder(ensure_ascii: bool) -> Any:
-    # One reusable C encoder (no per-call JSONEncoder set-up, no cycle markers: captured
-    # values cannot be cyclic); the pure-Python encoder where the C one is missing.
-    c_make = getattr(json.encoder, "c_make_encoder", None)
-    if c_make is not None:
-        quote = json.encoder.c_encode_basestring_ascii if ensure_ascii else json.encoder.c_encode_basestring
-        enc = c_make(None, _refuse, quote, None, ":", ",", False, False, False)
-        return lambda v: "".join(enc(v, 0))
-    py = json.JSONEncoder(
-        separators=(",", ":"), ensure_ascii=ensure_ascii, check_circular=False, allow_nan=False, default=_refuse
-    )
-    return py.encode
+def compact_json(value: Any, exact_numbers: bool = False) -> tuple[str, int]:
+    """(compact JSON text with non-ASCII as UTF-8, its UTF-8 byte length): the text of
+    json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False), keys in
+    the value's own order."""
+    raw, _ = _json_bytes(value, exact_numbers)
+    return raw.decode("utf-8"), len(raw)
 
 
-_dump_ascii = _encoder(True)
-_dump_utf8 = _encoder(False)
+def _json_bytes(value: Any, exact_numbers: bool) -> tuple[bytes, bool]:
+    """(compact_json's text as UTF-8, whether orjson wrote it).
 
-
-def compact_json(captured: Any, ascii_json: bool = False) -> tuple[str, int]:
-    """(compact JSON text with non-ASCII as UTF-8, its UTF-8 byte length).
-
-    `ascii_json` is capture's promise that no string holds a character >= U+007F; then
-    the ASCII-escaping encoder (much faster in CPython) writes the very same text.
+    `exact_numbers` is the caller's promise (capture's `exact_numbers`) that every float is
+    one orjson writes as json.dumps does; then orjson writes the text. Whatever orjson
+    refuses (a lone surrogate, an int beyond 64 bits, a type it does not know) and every
+    value without the promise goes to json.dumps. A lone surrogate has no UTF-8 form, so
+    such a value keeps the all-escaped (ensure_ascii) text.
     """
+    if exact_numbers:
+        try:
+            return orjson.dumps(value), True
+        except TypeError:
+            pass  # orjson.JSONEncodeError: json.dumps decides
     try:
-        if ascii_json:
-            text = _dump_ascii(captured)
-            return text, len(text)
-        text = _dump_utf8(captured)
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+        )
     except (TypeError, ValueError) as exc:
         raise ChunkError("unsupported-value", f"value has no plain JSON form: {exc}") from None
-    if text.isascii():
-        return text, len(text)
     try:
-        return text, len(text.encode("utf-8"))
+        return text.encode("utf-8"), False
     except UnicodeEncodeError:
         # a lone surrogate cannot be written as UTF-8: keep the all-escaped form
-        text = _dump_ascii(captured)
-        return text, len(text)
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False, check_circular=False)
+        return text.encode("ascii"), False
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +108,12 @@ class EventChunk:
     """One chunk: the JSON text of its events array and its descriptor fields.
 
     The chunk keeps the compact JSON text its events were measured as (what a record
-    carries and publication writes), not the captured objects: `events` rebuilds the
-    captured values from that text on each access, so a prepared 50 MB session holds its
-    events once, as text, in a few large strings. The rebuilt values equal the ones that
-    were hashed: plain JSON round-trips exactly, and chunking refuses anything else.
+    carries and publication writes), not the event objects: `events` parses that text
+    again on each access, so a prepared 50 MB session holds its events once, as text, in
+    a few large strings. Each access returns new values of the caller's own, equal to
+    (and hashing as) the ones that were hashed: plain JSON round-trips exactly, and
+    chunking refuses anything else. `orjson_text` says that orjson wrote every event (so
+    orjson reads it back exactly: no lone surrogate, no int beyond 64 bits).
     """
 
     part: int
@@ -117,12 +121,14 @@ class EventChunk:
     byte_length: int
     content_hash: str
     json_text: str
-    ascii_json: bool = False
+    orjson_text: bool = field(default=False, compare=False)
 
     @property
-    def events(self) -> tuple[Any, ...]:
-        """The captured events (FrozenDicts and tuples), rebuilt from the chunk's text."""
-        return capture(json.loads(self.json_text))
+    def events(self) -> list[Any]:
+        """The events (dicts and lists, keys in canonical order), parsed from the text."""
+        if self.orjson_text:
+            return orjson.loads(self.json_text)
+        return json.loads(self.json_text)  # it reads big ints and escaped lone surrogates
 
     def descriptor(self) -> dict[str, Any]:
         """The chunk's structure without its events (what the snapshot hash covers)."""
@@ -136,14 +142,15 @@ class EventChunk:
 
 def _measure(event: Any, index: int) -> tuple[bytes, bytes, bool]:
     """Hash-encode and serialise one event once: (its value-hash stream, its compact JSON
-    as UTF-8, whether no string holds a character >= U+007F)."""
+    as UTF-8, whether orjson wrote that text)."""
     fast = _hashing._c_encode_json
     if fast is not None:
         try:
-            stream, text, wide = fast(event)
-            return stream, text, not wide
+            stream = fast(event)
         except Unsupported:
             pass  # not plain JSON through and through: the captured path decides
+        else:
+            return stream, orjson.dumps(event, option=_SORT_KEYS), True
     try:
         captured = capture_encoded(event)
     except CaptureError as exc:
@@ -151,35 +158,34 @@ def _measure(event: Any, index: int) -> tuple[bytes, bytes, bool]:
     if not captured.plain_json:
         raise ChunkError("unsupported-value", f"event {index} holds a value plain JSON cannot hold")
     try:
-        text, _ = compact_json(captured.value, captured.ascii_json)
+        raw, by_orjson = _json_bytes(captured.value, captured.exact_numbers)
     except ChunkError as exc:
         raise ChunkError(exc.code, f"event {index}: {exc.message}") from None
-    # compact_json never returns a lone surrogate (it falls back to escaping them)
-    return captured.stream, text.encode("utf-8"), captured.ascii_json
+    return captured.stream, raw, by_orjson
 
 
 class _Open:
     """A chunk being filled: its hasher is fed each event's stream as the event arrives,
     and only the event's UTF-8 JSON is kept until the chunk closes."""
 
-    __slots__ = ("texts", "size", "hasher", "ascii_json")
+    __slots__ = ("texts", "size", "hasher", "orjson_text")
 
     def __init__(self) -> None:
         self.texts: list[bytes] = []
         self.size = 2
         self.hasher = hashlib.sha256(b"\x10")
-        self.ascii_json = True
+        self.orjson_text = True
 
     def fits(self, length: int, target: int) -> bool:
         return not self.texts or self.size + 1 + length <= target
 
-    def add(self, stream: bytes, text: bytes, ascii_json: bool) -> None:
+    def add(self, stream: bytes, text: bytes, by_orjson: bool) -> None:
         if self.texts:
             self.size += 1
         self.size += len(text)
         self.texts.append(text)
         self.hasher.update(stream)
-        self.ascii_json = self.ascii_json and ascii_json
+        self.orjson_text = self.orjson_text and by_orjson
 
     def close(self, part: int) -> EventChunk:
         self.hasher.update(b"\x00")
@@ -192,7 +198,7 @@ class _Open:
             byte_length=self.size,
             content_hash="sha256:" + self.hasher.hexdigest(),
             json_text=joined.decode("utf-8"),
-            ascii_json=self.ascii_json,
+            orjson_text=self.orjson_text,
         )
 
 
@@ -203,13 +209,13 @@ def iter_chunks(events: Iterable[Any], target_bytes: int = DEFAULT_TARGET_CHUNK_
     current = _Open()
     part = 0
     for index, event in enumerate(events):
-        stream, text, ascii_json = _measure(event, index)
+        stream, text, by_orjson = _measure(event, index)
         del event  # a consumed snapshot frees each event here
         if not current.fits(len(text), target_bytes):
             yield current.close(part)
             part += 1
             current = _Open()
-        current.add(stream, text, ascii_json)
+        current.add(stream, text, by_orjson)
     yield current.close(part)
 
 

@@ -5,7 +5,7 @@ lib.hashing is the public face: it runs the C extension (lib/_speedups.c) for pl
 values and this walk for everything else. The walk is written for CPython: leaf types
 are handled inline in the container loops instead of one call per value, short strings
 (keys repeat a lot) have their encodings cached, and the whole stream goes into one
-bytearray that is hashed once. lib.canonical's capture walk shares these encoders.
+bytearray that is hashed once.
 """
 
 from __future__ import annotations
@@ -118,16 +118,9 @@ def _leb128(n: int) -> bytes:
 _SHORT_PREFIX = tuple(b"\x24" + _leb128(n) for n in range(_SHORT_LIMIT + 1))
 
 
-# Strings seen holding a character JSON's ASCII escaping changes (>= U+007F). Only ASCII
-# strings are cached, so every such string passes here: a caller that reads this before
-# and after a walk learns whether the value's ASCII-escaped JSON is also its UTF-8 JSON.
-# (Another thread's walk can only add false alarms, never hide one.)
-_wide_strings = 0
-
-
 def _encode_str(s: str) -> bytes:
     """Encoding of any str (no caching)."""
-    if s.isascii() and "\x7f" not in s:
+    if s.isascii():
         raw = s.encode("ascii")
         n = len(raw)
         return _SHORT_PREFIX[n] + raw if n <= _SHORT_LIMIT else _LONG + _sha256(raw).digest()
@@ -135,8 +128,6 @@ def _encode_str(s: str) -> bytes:
 
 
 def _encode_wide(s: str) -> bytes:
-    global _wide_strings
-    _wide_strings += 1
     if has_surrogate(s):
         if len(_odd_keys) > 4096:
             _odd_keys.clear()  # safe: a wide string is re-added each time it is encoded
@@ -155,7 +146,7 @@ def _str_miss(s: Any) -> bytes:
         if not isinstance(s, str):
             raise HashError("unsupported-value", f"object keys must be strings, not {type(s).__name__}")
         s = str(s)
-    if s.isascii() and "\x7f" not in s:
+    if s.isascii():
         raw = s.encode("ascii")
         n = len(raw)
         if n > _SHORT_LIMIT:

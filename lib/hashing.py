@@ -5,11 +5,12 @@ bigint beyond), float, str, bytes, list/tuple (HOLE marks a sparse-array hole), 
 any Mapping with str keys, and any object with `__fabric_json__()` (hashed as the value
 that method returns, e.g. a Fabric link).
 
-Speed matters (every session event is hashed). The C extension lib._speedups encodes
-plain JSON-typed values (see lib/_speedups.c) and raises its Unsupported for anything
-else, which is then encoded by the pure-Python reference walk (lib/hash_stream.py):
-results are the reference's in every case. Without a compiler the extension is simply
-absent, and AGENTCTL_PURE_PYTHON=1 (any value but "" or "0") turns it off.
+Speed matters (every session event and every cell is hashed). The C extension
+lib._speedups encodes plain JSON-typed values (see lib/_speedups.c) and raises its
+Unsupported for anything else, which is then encoded by the pure-Python reference walk
+(lib/hash_stream.py): results are the reference's in every case. Without a compiler the
+extension is simply absent, and AGENTCTL_PURE_PYTHON=1 (any value but "" or "0") turns
+it off.
 """
 
 from __future__ import annotations
@@ -57,8 +58,7 @@ Unsupported: type[Exception] = _speedups.Unsupported if _speedups is not None el
 
 # The C entry points while enabled, else None; other modules read these at call time.
 _c_encode: Any = None
-_c_encode_json: Any = None
-_c_capture: Any = None
+_c_encode_json: Any = None  # the stream of a value orjson writes exactly (lib.chunking)
 
 
 def speedups_available() -> bool:
@@ -68,11 +68,10 @@ def speedups_available() -> bool:
 
 def use_speedups(enabled: bool) -> bool:
     """Turn the C fast path on or off (tests run both); returns whether it is now on."""
-    global _c_encode, _c_encode_json, _c_capture
+    global _c_encode, _c_encode_json
     on = enabled and _speedups is not None
     _c_encode = _speedups.encode if on else None
     _c_encode_json = _speedups.encode_json if on else None
-    _c_capture = _speedups.capture if on else None
     return on
 
 

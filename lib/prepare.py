@@ -91,8 +91,8 @@ class PreparedSession:
     complete: bool
     chunks: tuple[EventChunk, ...]
     snapshot_hash: str
-    # capture saw no character >= U+007F in summary and messages (a JSON fast path)
-    ascii_views: bool = field(default=False, repr=False, compare=False)
+    # capture vouched for every number in summary and messages (orjson writes them)
+    exact_views: bool = field(default=False, repr=False, compare=False)
 
     def descriptors(self) -> list[dict[str, Any]]:
         return [chunk.descriptor() for chunk in self.chunks]
@@ -123,14 +123,12 @@ class PreparedSession:
         head = self.head()
         messages = head.pop("normalizedMessages")
         tail = {name: head.pop(name) for name in ("revision", "complete", "snapshotHash")}
-        identity = (self.key, self.source_id, self.native_session_id, self.driver)
-        plain = self.ascii_views and all(v is None or v.isascii() for v in identity)
-        text, _ = compact_json(head, plain)
+        text, _ = compact_json(head, self.exact_views)
         yield text[:-1] + ',"normalizedMessages":['
         for start in range(0, len(messages), _MESSAGE_BATCH):
-            text, _ = compact_json(messages[start : start + _MESSAGE_BATCH], self.ascii_views)
+            text, _ = compact_json(messages[start : start + _MESSAGE_BATCH], self.exact_views)
             yield ("," if start else "") + text[1:-1]
-        text, _ = compact_json(tail)
+        text, _ = compact_json(tail, True)  # strings, a bool, null: no numbers
         yield "]," + text[1:-1] + ',"chunks":['
         for index, chunk in enumerate(self.chunks):
             text, _ = compact_json(chunk.descriptor(), True)
@@ -183,8 +181,8 @@ def prepare_session(
     source, session = normalize_key_parts(source_id, snapshot.summary.native_session_id)
     # one pydantic dump for the small views; events are captured one by one while chunking
     views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
-    summary, summary_stream, summary_ascii, _ = capture_encoded(views["summary"])
-    messages, messages_stream, messages_ascii, _ = capture_encoded(views["normalizedMessages"])
+    summary, summary_stream, _, summary_exact = capture_encoded(views["summary"])
+    messages, messages_stream, _, messages_exact = capture_encoded(views["normalizedMessages"])
     del views  # the captures share its strings; its containers can go before chunking
     with _gc_paused():
         chunks = tuple(iter_chunks(_consumed(events) if consume else events, target_chunk_bytes))
@@ -206,7 +204,7 @@ def prepare_session(
             snapshot.complete,
             [c.descriptor() for c in chunks],
         ),
-        ascii_views=summary_ascii and messages_ascii,
+        exact_views=summary_exact and messages_exact,
     )
 
 
@@ -287,8 +285,8 @@ def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
     with _gc_paused():
         chunks = [_read_chunk(key, part, raw) for part, raw in enumerate(raw_chunks)]
     _after_walk(chunks)
-    summary, summary_stream, summary_ascii, _ = capture_encoded(raw_summary)
-    messages, messages_stream, messages_ascii, _ = capture_encoded(raw_messages)
+    summary, summary_stream, _, summary_exact = capture_encoded(raw_summary)
+    messages, messages_stream, _, messages_exact = capture_encoded(raw_messages)
     descriptors = [c.descriptor() for c in chunks]
     computed = snapshot_hash(Encoded(summary_stream), Encoded(messages_stream), revision, complete, descriptors)
     if computed != expected_hash:
@@ -304,5 +302,5 @@ def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
         complete=complete,
         chunks=tuple(chunks),
         snapshot_hash=expected_hash,
-        ascii_views=summary_ascii and messages_ascii,
+        exact_views=summary_exact and messages_exact,
     )

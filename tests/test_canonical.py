@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import pickle
 from collections import OrderedDict
 from types import MappingProxyType
@@ -162,10 +163,10 @@ def test_capture_is_idempotent_and_hashes_like_the_original(value):
     assert again == got and stream2 == stream == encode_value(value)
 
 
-def test_capture_reports_whether_the_value_has_a_plain_ascii_json_form():
-    assert capture_encoded({"a": ["x", 1]}).ascii_json
-    assert not capture_encoded({"a": ["é"]}).ascii_json
-    assert not capture_encoded({"\x7f": 1}).ascii_json
+def test_capture_reports_whether_orjson_writes_every_number_as_json_dumps_does():
+    assert capture_encoded({"a": ["é", 1, 2**70, 0.0, -0.0, 1e-4, -2.5e300]}).exact_numbers
+    for odd in (1e-05, -1.5e-07, 5e-324, math.nan, math.inf, -math.inf):
+        assert not capture_encoded({"a": [1, odd]}).exact_numbers
     assert capture_encoded({"a": [None, 2.5]}).plain_json
     for odd in (UNDEFINED, b"x", BigInt(1), [1, HOLE]):
         assert not capture_encoded({"a": odd}).plain_json

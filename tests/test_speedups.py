@@ -1,5 +1,6 @@
 """The C fast path (lib._speedups) gives the pure-Python reference's results for every
-value of the model, or says Unsupported for exactly the values outside plain JSON."""
+value of the model, or says Unsupported for exactly the values outside plain JSON; and
+the JSON text orjson writes for what it accepts is json.dumps's, byte for byte."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -190,46 +192,27 @@ def test_c_gives_the_reference_stream_or_unsupported_exactly_outside_plain_json(
 
 @settings(max_examples=400, deadline=None)
 @given(plain_values)
-def test_plain_values_never_leave_the_fast_path_and_capture_and_json_agree(value):
+def test_plain_values_never_leave_the_fast_path_and_the_json_text_is_the_reference(value):
     with pure_python():
         ref = capture_encoded(value)
-    copy, stream, wide = _speedups.capture(value)
-    assert stream == ref.stream == _speedups.encode(value)
-    assert wide is (not ref.ascii_json)
-    assert_same_capture(copy, ref.value)
-    if _finite(value):
-        stream2, text, wide2 = _speedups.encode_json(value)
+    assert _speedups.encode(value) == ref.stream
+    if _orjson_exact(value):
+        assert _speedups.encode_json(value) == ref.stream
         expected = json.dumps(ref.value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        assert (stream2, text, wide2) == (stream, expected.encode("utf-8"), wide)
+        assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == expected.encode("utf-8")
     else:
         with pytest.raises(_speedups.Unsupported):
             _speedups.encode_json(value)
 
 
-def assert_same_capture(got, expected):
-    """Equal, with the same types and key order all the way down, sharing the leaves."""
-    assert type(got) is type(expected)
-    if type(expected) is FrozenDict:
-        assert list(got) == list(expected)
-        for k in expected:
-            assert_same_capture(got[k], expected[k])
-    elif type(expected) is tuple:
-        assert len(got) == len(expected)
-        for a, b in zip(got, expected, strict=True):
-            assert_same_capture(a, b)
-    elif isinstance(expected, float) and math.isnan(expected):
-        assert math.isnan(got)
-    else:
-        assert got == expected
-
-
-def _finite(value) -> bool:
+def _orjson_exact(value) -> bool:
+    """No float that JSON cannot hold or that orjson writes otherwise (0 < |x| < 1e-4)."""
     if isinstance(value, float):
-        return math.isfinite(value)
+        return math.isfinite(value) and (value == 0 or abs(value) >= 1e-4)
     if isinstance(value, list | tuple):
-        return all(_finite(v) for v in value)
+        return all(_orjson_exact(v) for v in value)
     if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
+        return all(_orjson_exact(v) for v in value.values())
     return True
 
 
@@ -290,27 +273,33 @@ def test_nesting_up_to_the_limit_stays_in_c_and_a_cycle_is_unsupported():
     assert info.value.code == "too-deep"
 
 
-def test_non_finite_numbers_hash_in_c_but_have_no_json_form():
-    for number in (math.nan, math.inf, -math.inf):
+def test_numbers_orjson_writes_otherwise_hash_in_c_but_leave_the_json_path():
+    for number in (math.nan, math.inf, -math.inf, 1e-05, -1.5e-07, 5e-324):
         assert _speedups.encode([number]) == reference_stream([number])
         with pytest.raises(_speedups.Unsupported):
             _speedups.encode_json({"n": number})
+    for number in (0.0, -0.0, 1e-4, 0.1, 1e16, 1e300):
+        assert _speedups.encode_json([number]) == reference_stream([number])
+        assert orjson.dumps(number) == json.dumps(number).encode()
 
 
-def test_json_escapes_match_the_standard_encoder_for_every_ascii_character():
-    text = "".join(chr(c) for c in range(128)) * 3 + "é\u2028😀"
-    _, got, wide = _speedups.encode_json({"t": text, text: [text]})
-    assert got.decode("utf-8") == json.dumps({"t": text, text: [text]}, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    assert wide
+def test_orjson_escapes_like_the_standard_encoder_for_every_ascii_character():
+    text = "".join(chr(c) for c in range(128)) * 3 + "é\u2028\u2029\ufeff😀"
+    value = {"t": text, text: [text]}
+    assert _speedups.encode_json(value) == reference_stream(value)
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == expected.encode("utf-8")
 
 
-def test_a_large_realistic_session_hashes_identically_on_both_paths():
+def test_a_large_realistic_session_hashes_and_writes_identically_on_both_paths():
     from tests.bench.corpus import SessionGenerator
 
     events = SessionGenerator(3).session(3, 400_000)["events"]
     with pure_python():
-        expected = [capture_encoded(e).stream for e in events]
-    assert [_speedups.encode_json(e)[0] for e in events] == expected
+        expected = [capture_encoded(e) for e in events]
+    assert [_speedups.encode_json(e) for e in events] == [c.stream for c in expected]
+    texts = [orjson.dumps(e, option=orjson.OPT_SORT_KEYS) for e in events]
+    assert texts == [json.dumps(c.value, separators=(",", ":"), ensure_ascii=False).encode() for c in expected]
 
 
 def _prepared_text(snapshot) -> str:
@@ -368,8 +357,8 @@ def test_a_fabric_type_the_reference_met_is_hashed_in_c_as_its_json():
     expected = reference_stream(value)  # meets Pointer, registers it
     assert _speedups.encode(value) == expected
     assert _speedups.encode(Pointer("of:c")) == reference_stream({"/": {"link@1": {"id": "of:c", "path": [], "space": "did:key:z"}}})
-    with pytest.raises(_speedups.Unsupported):  # capture and JSON keep to plain values
-        _speedups.capture(value)
+    with pytest.raises(_speedups.Unsupported):  # the JSON path keeps to plain values
+        _speedups.encode_json(value)
     orphan = Pointer("of:d")
     del Pointer.__fabric_json__  # an object of the type without the method: the reference decides
     with pytest.raises(_speedups.Unsupported):

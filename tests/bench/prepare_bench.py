@@ -161,12 +161,14 @@ def stage_breakdown(path: str, rounds: int) -> dict[str, Any]:
         for index, event in enumerate(snapshot.events):
             _measure(event, index)
 
+    c_on = lib.hashing._c_encode is not None  # AGENTCTL_PURE_PYTHON=1 keeps it off
+
     def python_reference() -> None:
         lib.hashing.use_speedups(False)
         try:
             measure_events()
         finally:
-            lib.hashing.use_speedups(True)
+            lib.hashing.use_speedups(c_on)
 
     record = json.loads(line)
     snapshot = NativeSessionSnapshot.model_validate(record["snapshot"])
@@ -181,7 +183,7 @@ def stage_breakdown(path: str, rounds: int) -> dict[str, Any]:
             "whole prepare_session": best(lambda: prepare_session("codex", snapshot)),
             "writing the record": best(lambda: prepared.write_record(sink)),
         }
-    return {"lineBytes": len(line.encode("utf-8")), "stages": stages, "c": lib.hashing.speedups_available()}
+    return {"lineBytes": len(line.encode("utf-8")), "stages": stages, "c": c_on}
 
 
 def _mbps(nbytes: float, seconds: float) -> str:
@@ -239,12 +241,12 @@ def run(report: Any) -> None:
         ["stage", "ms", "of baseline"],
         stage_rows,
     )
-    path_used = "the C extension lib._speedups" if stages["c"] else "pure Python (no C extension built)"
+    path_used = "the C extension lib._speedups" if stages["c"] else "pure Python (no C extension, or AGENTCTL_PURE_PYTHON=1)"
     report.note(
-        f"Events are hash-encoded and serialised in one walk by {path_used}:"
+        f"Events are hash-encoded by {path_used} and written by orjson:"
         f" {stage['event hash stream + JSON text'] / base_time:.2f}x the baseline on the largest"
         f" session, against {stage['the same in pure Python'] / base_time:.2f}x for the pure-Python"
-        " reference (capture, hash walk, json encoder). Reading the record (json.loads,"
+        " reference (capture, hash walk, orjson). Reading the record (json.loads,"
         f" {stage['json.loads'] / base_time:.2f}x) is most of the rest."
     )
 
