@@ -1,6 +1,6 @@
 """FrozenDict: the immutable object type of captured canonical values.
 
-A dict subclass, so the C JSON encoder, pydantic and every `isinstance(v, dict)` reader
+A dict subclass, so the JSON encoders (orjson, json), pydantic and every `isinstance(v, dict)` reader
 take it as it is. Its keys are always str and always in canonical order (UTF-8 byte
 order, which is code point order except around lone surrogates), so hashing never sorts
 it again and its JSON text is deterministic. Mutating methods raise TypeError.
