@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from lib.errors import UsageError
 from lib.fabric.identity import DID_FORM, is_did
-from lib.fabric.store import StoreUrlError
+from lib.fabric.store_errors import StoreUrlError
 from lib.fabric.store_url import check_store_url, resolve_store_url
 from lib.types import AgentSourceConfig, normalize_source_id
 

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from lib.config import ConfigError, load_config
-from lib.fabric.store import StoreUrlError, open_store
+from lib.fabric.store import open_store
+from lib.fabric.store_errors import StoreUrlError
 from lib.workspace import Workspace
 from tests.support.cli import agentctl_env, run, write_codex_config
 from tests.support.codex_home import demo_threads, make_codex_home

@@ -31,7 +31,7 @@ import filelock
 
 from lib.errors import ExitCode
 from lib.fabric.private_paths import ownership_problem
-from lib.fabric.store import StoreError
+from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import StoreLock
 
 _NOTE_LIMIT = 64 * 1024

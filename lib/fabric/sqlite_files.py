@@ -11,7 +11,7 @@ from pathlib import Path
 from lib.fabric.lock_files import ensure_private_directory as ensure_lock_directory
 from lib.fabric.lock_files import lock_directory_for
 from lib.fabric.private_paths import Notice, check_private, create_private_file
-from lib.fabric.store import StoreError
+from lib.fabric.store_errors import StoreError
 
 _FIX = "agentctl keeps its store only in a regular file of your own: move it away, or choose another with --store"
 

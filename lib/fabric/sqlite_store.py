@@ -32,53 +32,16 @@ from lib.fabric import values
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
-from lib.fabric.store import (
-    CommitPlan,
-    Document,
-    Labels,
-    Row,
-    Store,
-    StoreBusy,
-    StoreError,
-    resolve_commit,
-)
+from lib.fabric.sqlite_schema import SCHEMA, SCHEMA_VERSION, UPSERT, schema_version
+from lib.fabric.store import CommitPlan, Document, Labels, Row, Store, resolve_commit
+from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
-SCHEMA_VERSION = 1
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS spaces (
-    id INTEGER PRIMARY KEY,
-    did TEXT NOT NULL UNIQUE,
-    head INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels TEXT NOT NULL,
-    value TEXT,  -- last, so reading the columns before it never loads a big value
-    PRIMARY KEY (space_id, cell_id)
-);
-CREATE INDEX IF NOT EXISTS documents_by_seq ON documents (space_id, seq);
-CREATE TABLE IF NOT EXISTS sequences (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    name TEXT NOT NULL,
-    value INTEGER NOT NULL,
-    PRIMARY KEY (space_id, name)
-);
-"""
 
 # connections a forked child inherited; referenced forever so they are never closed
 _INHERITED: list[sqlite3.Connection] = []
-
-_UPSERT = (
-    "INSERT INTO documents (space_id, cell_id, seq, labels, value) VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT (space_id, cell_id) DO UPDATE SET "
-    "seq = excluded.seq, labels = excluded.labels, value = excluded.value"
-)
 
 
 class SQLiteStore(Store):
@@ -193,19 +156,19 @@ class SQLiteStore(Store):
     def _initialize(self, conn: sqlite3.Connection) -> None:
         """Check the schema version by reading; create the schema (and switch the file
         to WAL, which persists in the file) only when it is missing."""
-        version = self._schema_version(conn)
+        version = schema_version(conn)
         if version is None:
             if not self._memory:
                 conn.execute("PRAGMA journal_mode = WAL")
             with self._write(conn):
-                for statement in _SCHEMA.split(";"):
+                for statement in SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-            version = self._schema_version(conn)
+            version = schema_version(conn)
         if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 "store-schema-too-new",
@@ -213,14 +176,6 @@ class SQLiteStore(Store):
                 f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
             )
 
-    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return None
-            raise
-        return int(row[0]) if row is not None else None
 
     # helpers
 
@@ -348,7 +303,7 @@ class SQLiteStore(Store):
             seq = head + 1
             label_texts: dict[Labels, str] = {}  # most writes share one set of labels
             conn.executemany(
-                _UPSERT,
+                UPSERT,
                 (
                     (space_id, w.cell_id, seq, _text_of(label_texts, w.labels), w.text)
                     for w in writes

@@ -32,36 +32,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lib.errors import CodedError, ExitCode
 from lib.fabric import values
+from lib.fabric.store_errors import (
+    ConflictError,
+    PreconditionFailed,
+    StoreError,
+    StoreUrlError,
+    WriteDenied,
+)
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
 from lib.hashing import value_hash
-
-
-class StoreError(CodedError):
-    """A store failure: `code` is stable, `message` is for people."""
-
-
-class StoreUrlError(StoreError):
-    """A store URL this version cannot open: the user must change it."""
-
-    exit_code = ExitCode.USAGE
-
-
-class StoreBusy(StoreError):
-    """Another writer kept the store's write lock past the busy timeout: try again."""
-
-
-class ConflictError(StoreError):
-    """A document this transaction read has moved on: nothing was written."""
-
-
-class PreconditionFailed(StoreError):
-    """A precondition of the commit (absent, value hash) failed: nothing was written."""
-
-
-class WriteDenied(StoreError):
-    """The writer is not among the cell's integrity labels: nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)

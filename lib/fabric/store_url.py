@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from lib.fabric.store import StoreUrlError
+from lib.fabric.store_errors import StoreUrlError
 
 MEMORY = ":memory:"
 _EXAMPLE = "sqlite:///home/me/fabric.db"

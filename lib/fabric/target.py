@@ -45,7 +45,8 @@ from lib.fabric.schemas import (
     scope,
 )
 from lib.fabric.session_graph import GraphTarget
-from lib.fabric.store import ConflictError, Labels, PreconditionFailed, Store, Transaction
+from lib.fabric.store import Labels, Store, Transaction
+from lib.fabric.store_errors import ConflictError, PreconditionFailed
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, OnWait
 from lib.git_context import GitContextResolver, GitObservation
 from lib.session_key import session_key

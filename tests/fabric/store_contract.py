@@ -17,16 +17,8 @@ from pathlib import Path
 import pytest
 
 from lib.fabric.cell_id import cell_id
-from lib.fabric.store import (
-    ConflictError,
-    Document,
-    Labels,
-    PreconditionFailed,
-    Store,
-    StoreError,
-    WriteDenied,
-    open_store,
-)
+from lib.fabric.store import Document, Labels, Store, open_store
+from lib.fabric.store_errors import ConflictError, PreconditionFailed, StoreError, WriteDenied
 from lib.fabric.values import Link
 from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash, value_hash
 from tests.fabric.lock_contract import StoreLockContract
@@ -58,7 +50,8 @@ def value_of(store: Store, cell: str, space: str = SPACE):
 CHILD = r"""
 import json, sys
 from lib.fabric.cell_id import cell_id
-from lib.fabric.store import ConflictError, open_store
+from lib.fabric.store import open_store
+from lib.fabric.store_errors import ConflictError
 
 url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 space, me, shared = sys.argv[4], sys.argv[5], sys.argv[6]

@@ -14,7 +14,8 @@ from lib.fabric.graph_commit import (
     stage_graph,
 )
 from lib.fabric.graph_plan import plan_graph
-from lib.fabric.store import Labels, Patch, PreconditionFailed, Write, WriteDenied
+from lib.fabric.store import Labels, Patch, Write
+from lib.fabric.store_errors import PreconditionFailed, WriteDenied
 from tests.fabric.recording_store import RecordingStore
 
 SPACE = "did:key:z6MkCommitSpace"

@@ -14,7 +14,8 @@ import pytest
 from lib.fabric.cell_id import cell_id, health_cause
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.sqlite_store import SQLiteStore
-from lib.fabric.store import ConflictError, Labels, StoreBusy
+from lib.fabric.store import Labels
+from lib.fabric.store_errors import ConflictError, StoreBusy
 from lib.fabric.target import FabricTarget, TargetError
 from tests.fabric.holders import hold_write_transaction
 from tests.fabric.target_helpers import SPACE, descriptor, make_env, publish, snapshot

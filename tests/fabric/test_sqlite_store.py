@@ -7,8 +7,10 @@ import stat
 
 import pytest
 
-from lib.fabric.sqlite_store import SCHEMA_VERSION, SQLiteStore
-from lib.fabric.store import StoreBusy, StoreError, open_store
+from lib.fabric.sqlite_schema import SCHEMA_VERSION
+from lib.fabric.sqlite_store import SQLiteStore
+from lib.fabric.store import open_store
+from lib.fabric.store_errors import StoreBusy, StoreError
 from tests.fabric.store_contract import ME, SPACE, StoreContract, put, value_of
 
 
@@ -151,7 +153,8 @@ def test_a_store_url_that_names_no_usable_store_is_refused(url, code):
 
 
 def test_a_write_denied_rolls_back_so_the_next_commit_proceeds(tmp_path):
-    from lib.fabric.store import Labels, WriteDenied
+    from lib.fabric.store import Labels
+    from lib.fabric.store_errors import WriteDenied
 
     with SQLiteStore(tmp_path / "f.db") as store:
         put(store, "of:q", 1, labels=Labels((ME,), ("did:key:z6MkOther",)))
@@ -186,7 +189,7 @@ def test_a_forked_child_uses_connections_of_its_own(tmp_path):
 
 
 def test_a_failed_first_commit_into_a_new_space_leaves_the_space_usable(tmp_path):
-    from lib.fabric.store import PreconditionFailed
+    from lib.fabric.store_errors import PreconditionFailed
 
     with SQLiteStore(tmp_path / "f.db") as store:
         with store.transaction(SPACE, ME) as tx:

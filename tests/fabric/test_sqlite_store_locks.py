@@ -12,7 +12,8 @@ import pytest
 from lib.fabric.lock_files import UnsafeLockDirectory, lock_directory_for
 from lib.fabric.publish_lock import PublishLockHeld
 from lib.fabric.sqlite_store import SQLiteStore
-from lib.fabric.store import StoreError, open_store
+from lib.fabric.store import open_store
+from lib.fabric.store_errors import StoreError
 from tests.fabric.holders import hold_lock
 
 SPACE = "did:key:z6MkLockSpace"
