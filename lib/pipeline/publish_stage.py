@@ -26,9 +26,9 @@ from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 
 class PublicationSlot:
-    """The run's one publication, opened (publish lock taken, prior index read) when
-    first needed. The publish stage feeds it; the retain rule reads its prior index,
-    so retention is judged by what this publication read under the lock."""
+    """The run's one publication, opened when first needed (its prior index read under
+    the publish lock). The publish stage feeds it; the retain rule reads its prior
+    index, so retention is judged by what this publication itself read."""
 
     def __init__(
         self,
@@ -90,7 +90,8 @@ class PublishStage:
         self.summary: PublicationSummary | None = None
         self._begun: set[str] = set()
         # `published` records wait for the commit: a session is published only once the
-        # index that reaches it is committed (a failed commit publishes nothing)
+        # index that reaches it is committed (a failed commit publishes nothing). Small
+        # (key, action, status), like the index rows the publication holds anyway.
         self._published: list[dict[str, Any]] = []
 
     @property
