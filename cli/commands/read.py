@@ -22,10 +22,10 @@ def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str |
     """Read whole sessions: `summary` records on stdin, or SESSION_IDS of --source.
 
     Writes one `snapshot` record per session read (with Git context), an `error`
-    record per session that failed, and an `outcome` per source. Other records
-    pass through unchanged. A listed session whose update time equals that of its
-    complete published copy is not read: it becomes a `retained` record (--full
-    reads it anyway).
+    record per session that failed, and an `outcome` per source (SESSION_IDS: first
+    a `source` record). Other records pass through unchanged. A listed session whose
+    update time, title, archived and active equal its complete published copy's is
+    not read: it becomes a `retained` record (--full reads it anyway).
 
     \b
     Example:
