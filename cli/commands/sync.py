@@ -30,10 +30,11 @@ def sync_command(
     """Collect SOURCES (default: every enabled source) and publish them.
 
     Streams: one session is read, prepared and published before the next is read,
-    so memory stays bounded by the largest session. A session whose inventory update
-    time equals that of its complete published copy is kept without reading it
-    (--full reads everything). A source that cannot start is reported and its
-    published sessions are kept.
+    so memory stays bounded by the largest session. A session whose listing (update
+    time, title, archived, active) equals its complete published copy is kept without
+    reading it (--full reads everything). A source that cannot start is reported and
+    its published sessions are kept; an inventory that would delete every session of
+    a source, or most of many, deletes nothing without --accept-deletions.
 
     \b
     Example:
