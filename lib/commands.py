@@ -228,7 +228,7 @@ class AgentSessionCommand(WireModel):
         if not isinstance(data, Mapping):
             return data
         kind, payload = data.get("type"), data.get("payload")
-        if kind in PAYLOAD_TYPES and not isinstance(payload, BaseModel):
+        if isinstance(kind, str) and kind in PAYLOAD_TYPES and not isinstance(payload, BaseModel):
             if "payload" not in data:
                 raise ValueError("payload is required")
             if not isinstance(payload, Mapping):
@@ -295,11 +295,11 @@ def parse_command(value: Any, *, owner_did: str | None = None) -> AgentSessionCo
             raise CommandValidationError("command: object keys must be strings")
         if value.get("schema") != COMMAND_SCHEMA:
             raise CommandValidationError(f"command.schema: must be {COMMAND_SCHEMA!r}")
-        if "type" in value and value["type"] not in PAYLOAD_TYPES:
+        if "type" in value and not (isinstance(value["type"], str) and value["type"] in PAYLOAD_TYPES):
             raise CommandValidationError(f"command.type: must be one of {', '.join(COMMAND_TYPES)}")
         data = dict(value)
         kind = data.get("type")
-        if kind in PAYLOAD_TYPES:
+        if isinstance(kind, str):
             data["payload"] = _typed_payload(kind, data)
         try:
             command = AgentSessionCommand.model_validate(data)

@@ -175,7 +175,7 @@ def parse_command_receipt(
             raise ReceiptValidationError(f"{prefix}: must be an object, not {kind}")
         if value.get("schema") != RECEIPT_SCHEMA:
             raise ReceiptValidationError(f"{prefix}.schema: must be {RECEIPT_SCHEMA!r}")
-        if "status" in value and value["status"] not in RECEIPT_STATUSES:
+        if "status" in value and not (isinstance(value["status"], str) and value["status"] in RECEIPT_STATUSES):
             raise ReceiptValidationError(f"{prefix}.status: must be one of {', '.join(RECEIPT_STATUSES)}")
         try:
             receipt = CommandReceipt.model_validate(dict(value))
