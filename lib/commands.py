@@ -15,13 +15,21 @@ character. `createdAt` must be a non-empty string and is not parsed as a date.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from lib.errors import CodedError, UsageError
 from lib.types import JS_WHITESPACE, WireModel, normalize_source_id
@@ -180,8 +188,13 @@ class SetConfigOptionPayload(_Payload):
             raise ValueError("value is required (any JSON value, null included)")
         return data
 
+    @field_validator("value", mode="before")
+    @classmethod
+    def _detached(cls, value: Any) -> Any:
+        return copy.deepcopy(value)
+
     def to_wire(self, **kwargs: Any) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value}
+        return {"key": self.key, "value": copy.deepcopy(self.value)}
 
 
 Payload = PromptPayload | StartPayload | CancelPayload | RenamePayload | SetModePayload | SetConfigOptionPayload
@@ -277,6 +290,8 @@ def _typed_payload(kind: str, data: dict[str, Any]) -> _Payload:
         return PAYLOAD_TYPES[kind].model_validate(dict(payload))
     except ValidationError as exc:
         raise CommandValidationError(describe(exc, "command.payload")) from None
+    except RecursionError:
+        raise CommandValidationError("command.payload: nested too deeply") from None
 
 
 def parse_command(value: Any, *, owner_did: str | None = None) -> AgentSessionCommand:

@@ -259,3 +259,17 @@ def test_parse_raises_only_coded_errors(value):
         assert exc.message.startswith("command")
     else:
         assert parse_command(parsed.to_wire()) == parsed
+
+
+def test_config_value_is_detached_and_deep_values_are_coded_errors():
+    value = {"list": [1]}
+    parsed = parse_command(command("set-config-option", {"key": "k", "value": value}))
+    value["list"].append(2)
+    assert parsed.payload.value == {"list": [1]}
+    parsed.to_wire()["payload"]["value"]["list"].append(3)
+    assert parsed.payload.value == {"list": [1]}
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    rejects(command("set-config-option", {"key": "k", "value": deep}), "command.payload")
+    rejects("[" * 100000 + "]" * 100000, "command")

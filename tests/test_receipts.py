@@ -229,3 +229,10 @@ def test_parse_raises_only_coded_errors(value):
         assert isinstance(exc, ReceiptValidationError) and exc.message.startswith("receipt")
     else:
         assert parse_command_receipt(parsed.to_wire()) == parsed
+
+
+def test_deep_results_are_coded_errors():
+    deep: object = 1
+    for _ in range(5000):
+        deep = {"a": deep}
+    rejects(receipt(result={"deep": deep}), "receipt.result")
