@@ -242,9 +242,10 @@ KEYS = st.sampled_from(
      "force", "requestedBy"]
 )
 PAYLOADS = st.dictionaries(st.sampled_from(["text", "cwd", "title", "mode", "key", "value"]), JSON)
+VALID = st.sampled_from(CASES).map(lambda case: command(case[0], case[1]))
 NEAR = st.builds(
     lambda base, changes: {**base, **changes},
-    st.builds(command, st.sampled_from([c[0] for c in CASES]), PAYLOADS),
+    VALID | st.builds(command, st.sampled_from([c[0] for c in CASES]), PAYLOADS),
     st.dictionaries(KEYS, JSON | st.sampled_from([COMMAND_SCHEMA, "prompt", "cancel", ""]), max_size=3),
 )
 
