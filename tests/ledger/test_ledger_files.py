@@ -32,7 +32,7 @@ def test_directory_is_0700_and_both_slots_and_the_lock_are_0600(tmp_path: Path):
     assert sorted(os.listdir(path.parent)) == ["l.json", "l.json.lock", "l.json.previous"]  # no temporaries
 
 
-@pytest.mark.parametrize("slot", ["l.json", "l.json.previous"])
+@pytest.mark.parametrize("slot", ["l.json", "l.json.previous", "l.json.lock"])
 def test_a_symlinked_slot_is_refused(tmp_path: Path, slot: str):
     elsewhere = tmp_path / "elsewhere.json"
     write_json(elsewhere, "{}")
@@ -193,3 +193,23 @@ def test_a_directory_made_read_only_mid_way_fails_the_write_without_poisoning_th
             os.chmod(path.parent, 0o700)
         ledger.put(receipt("c"))
         assert [r["commandId"] for r in ledger.receipts()] == ["a", "c"]
+
+
+def test_fake_fsync_failure_of_the_temporary_leaves_no_temporary_and_the_old_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "l.json"
+    with CommandLedger.open(path) as ledger:
+        ledger.put(receipt("a"))
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+        def fail(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(ledger_files.os, "fsync", fail)
+        with pytest.raises(LedgerError, match="Input/output error"):
+            ledger.put(receipt("b"))
+        monkeypatch.undo()
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+        ledger.put(receipt("b"))
+        assert ledger.generation == 2
