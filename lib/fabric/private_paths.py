@@ -9,11 +9,13 @@ opened, in the same way everywhere:
 - yours, with permission bits for group or others: tightened (the owner's bits are
   kept, 0755 becomes 0700 and 0644 becomes 0600), and `notice` hears one line saying so.
 
-Two paths are stricter, for reasons of their own: the identity file is refused when
+Three paths are stricter, for reasons of their own: the identity file is refused when
 group or others may read it (identity.py; a key others could read may already be
-exposed, so tightening it would hide that), and the SQLite lock directory is refused
+exposed, so tightening it would hide that), the SQLite lock directory is refused
 when group or others may write it (lock_files.py; agentctl makes it 0700 itself, so a
-writable one was changed by someone else). Both use `ownership_problem`.
+writable one was changed by someone else), and the command ledger's directory and
+files are refused when group or others have any access (lib/ledger/files.py; the spec
+says reject). All use `ownership_problem`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,7 @@
+"""The local command ledger: receipts on disk and the set awaiting publication."""
+
+from lib.ledger.files import LedgerError
+from lib.ledger.ledger import LEDGER_SCHEMA, CommandLedger
+from lib.ledger.receipts import RECEIPT_SCHEMA, InvalidReceipt, validate_receipt
+
+__all__ = ["LEDGER_SCHEMA", "RECEIPT_SCHEMA", "CommandLedger", "InvalidReceipt", "LedgerError", "validate_receipt"]

@@ -1,0 +1,228 @@
+"""`CommandLedger`: the local command ledger (interfaces §Local command ledger).
+
+The file is JSON: `{"schema": LEDGER_SCHEMA, "generation": n, "receipts": {id:
+receipt}, "pendingPublicationCommandIds": [id, ...]}`, receipts sorted by command id,
+each receipt's `result` an `fvj1:` string. Two slots hold it, the configured path
+and `<path>.previous`: every commit durably replaces the inactive slot (files.py),
+so the newest valid generation is never overwritten. `open()` validates both slots,
+takes the valid one with the highest generation (an invalid slot beside a valid one
+is ignored; equal generations must hold equal states), commits the empty generation
+0 when there is none, and repairs a missing or invalid slot with a copy of the
+current one before it returns. Writes are serialized by a thread lock, processes by
+the ledger's file lock (`<path>.lock`); a failed write changes nothing in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from lib.ledger import files
+from lib.ledger.files import LedgerError
+from lib.ledger.receipts import InvalidReceipt, from_stored, to_stored
+
+LEDGER_SCHEMA = "commonfabric.agent-connector.command-ledger"
+MAX_SAFE_INTEGER = 2**53 - 1
+_FIELDS = {"schema", "generation", "receipts", "pendingPublicationCommandIds"}
+
+
+class _State:
+    __slots__ = ("generation", "receipts", "pending")
+
+    def __init__(self, generation: int, receipts: dict[str, dict[str, Any]], pending: list[str]) -> None:
+        self.generation = generation
+        self.receipts = receipts  # command id -> stored receipt (result as fvj1 string)
+        self.pending = pending
+
+    def same_as(self, other: _State) -> bool:
+        return (self.generation, self.receipts, self.pending) == (other.generation, other.receipts, other.pending)
+
+    def render(self) -> bytes:
+        doc = {
+            "schema": LEDGER_SCHEMA,
+            "generation": self.generation,
+            "receipts": {cid: self.receipts[cid] for cid in sorted(self.receipts)},
+            "pendingPublicationCommandIds": self.pending,
+        }
+        return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_ledger(data: bytes, where: str) -> _State:
+    """The state a slot's bytes hold; LedgerError `invalid-ledger` naming what is wrong."""
+
+    def bad(why: str) -> LedgerError:
+        return LedgerError("invalid-ledger", f"command ledger {where} {why}; move it away to start an empty ledger")
+
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad(f"is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != LEDGER_SCHEMA:
+        raise bad(f"is not a current command ledger (schema is not {LEDGER_SCHEMA!r})")
+    if set(doc) != _FIELDS:
+        raise bad(f"does not have exactly the fields {', '.join(sorted(_FIELDS))}")
+    generation = doc["generation"]
+    if type(generation) is not int or not 0 <= generation <= MAX_SAFE_INTEGER:
+        raise bad("generation is not a non-negative safe integer")
+    if not isinstance(doc["receipts"], dict):
+        raise bad("receipts is not an object")
+    receipts: dict[str, dict[str, Any]] = {}
+    for key, stored in doc["receipts"].items():
+        if not isinstance(stored, dict) or stored.get("commandId") != key:
+            raise bad(f"receipt key {key!r} does not equal its receipt's commandId")
+        try:
+            from_stored(stored, f"receipt {key!r}")
+        except InvalidReceipt as exc:
+            raise bad(f"has an invalid {exc.message}") from None
+        receipts[key] = stored
+    pending = doc["pendingPublicationCommandIds"]
+    if not isinstance(pending, list) or not all(isinstance(cid, str) for cid in pending):
+        raise bad("pendingPublicationCommandIds is not an array of strings")
+    if len(set(pending)) != len(pending):
+        raise bad("pendingPublicationCommandIds repeats a command id")
+    missing = [cid for cid in pending if cid not in receipts]
+    if missing:
+        raise bad(f"pendingPublicationCommandIds names {missing[0]!r}, which has no receipt")
+    return _State(generation, receipts, list(pending))
+
+
+class CommandLedger:
+    """Receipts kept on disk, with the set awaiting publication. Thread-safe."""
+
+    def __init__(self, path: Path, lock_fd: int, state: _State, active: Path) -> None:
+        self.path = path
+        self.previous_path = path.with_name(path.name + ".previous")
+        self._lock_fd: int | None = lock_fd
+        self._state = state
+        self._active = active
+        self._mutex = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
+        """Open (creating) the ledger at `path`; its generation is on disk in both slots
+        when this returns. CodedError when a slot is unsafe or no slot is valid."""
+        path = Path(os.path.abspath(path))
+        previous = path.with_name(path.name + ".previous")
+        files.ensure_directory(path.parent)
+        lock_fd = files.lock(path)
+        try:
+            files.remove_stale_temporaries(path)
+            files.remove_stale_temporaries(previous)
+            valid: list[tuple[Path, _State]] = []
+            errors: list[LedgerError] = []
+            for slot in (path, previous):
+                data = files.read_slot(slot)
+                if data is None:
+                    continue
+                try:
+                    valid.append((slot, parse_ledger(data, str(slot))))
+                except LedgerError as exc:
+                    errors.append(exc)
+            if not valid and errors:
+                raise errors[0]
+            if not valid:
+                state = _State(0, {}, [])
+                files.write_durably(path, state.render())
+                valid.append((path, state))
+            if len(valid) == 2 and valid[0][1].generation == valid[1][1].generation:
+                if not valid[0][1].same_as(valid[1][1]):
+                    raise LedgerError(
+                        "ledger-slots-disagree",
+                        f"command ledger {path} and {previous.name} hold different states with the same "
+                        f"generation {valid[0][1].generation}; keep the right one and move the other away",
+                    )
+            active, state = max(valid, key=lambda pair: pair[1].generation)
+            if len(valid) == 1:  # repair: the inactive slot gets a copy of the current one
+                files.write_durably(previous if active == path else path, state.render())
+            return cls(path, lock_fd, state, active)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> CommandLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open_state(self) -> _State:
+        if self._lock_fd is None:
+            raise LedgerError("ledger-closed", f"command ledger {self.path} is closed")
+        return self._state
+
+    def _commit(self, receipts: dict[str, dict[str, Any]], pending: list[str]) -> None:
+        """Write the next generation to the inactive slot; memory changes only after it is on disk."""
+        current = self._open_state()
+        if current.generation >= MAX_SAFE_INTEGER:
+            raise LedgerError("ledger-write-failed", f"command ledger {self.path} generation is exhausted")
+        state = _State(current.generation + 1, receipts, pending)
+        target = self.previous_path if self._active == self.path else self.path
+        files.write_durably(target, state.render())
+        self._state, self._active = state, target
+
+    @property
+    def generation(self) -> int:
+        with self._mutex:
+            return self._open_state().generation
+
+    def get(self, command_id: str) -> dict[str, Any] | None:
+        """A copy of the receipt stored for `command_id`, None when there is none."""
+        with self._mutex:
+            stored = self._open_state().receipts.get(command_id)
+        return None if stored is None else from_stored(stored, f"receipt {command_id!r}")
+
+    def put(self, receipt: dict[str, Any]) -> None:
+        """Store `receipt` (validated, copied) and mark it pending publication."""
+        stored = to_stored(receipt)
+        cid = stored["commandId"]
+        with self._mutex:
+            state = self._open_state()
+            receipts = dict(state.receipts)
+            receipts[cid] = stored
+            self._commit(receipts, [p for p in state.pending if p != cid] + [cid])
+
+    def mark_published(self, command_id: str) -> None:
+        """Clear the pending-publication marker of `command_id` (nothing when it has none)."""
+        with self._mutex:
+            state = self._open_state()
+            if command_id in state.pending:
+                self._commit(state.receipts, [p for p in state.pending if p != command_id])
+
+    def pending_publication_count(self) -> int:
+        """How many receipts await publication (never their contents)."""
+        with self._mutex:
+            return len(self._open_state().pending)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Copies of the receipts awaiting publication, oldest marker first (for recovery)."""
+        with self._mutex:
+            state = self._open_state()
+            stored = [state.receipts[cid] for cid in state.pending]
+        return [from_stored(s, f"receipt {s['commandId']!r}") for s in stored]
+
+    def receipts(self) -> list[dict[str, Any]]:
+        """Copies of every stored receipt, by command id (recovery finds `in-flight` ones here)."""
+        with self._mutex:
+            state = self._open_state()
+            stored = [state.receipts[cid] for cid in sorted(state.receipts)]
+        return [from_stored(s, f"receipt {s['commandId']!r}") for s in stored]
