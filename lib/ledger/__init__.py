@@ -2,6 +2,7 @@
 
 from lib.ledger.files import LedgerError
 from lib.ledger.ledger import LEDGER_SCHEMA, CommandLedger
-from lib.ledger.receipts import RECEIPT_SCHEMA, InvalidReceipt, validate_receipt
+from lib.ledger.receipts import InvalidReceipt, validate_receipt
+from lib.receipts import RECEIPT_SCHEMA
 
 __all__ = ["LEDGER_SCHEMA", "RECEIPT_SCHEMA", "CommandLedger", "InvalidReceipt", "LedgerError", "validate_receipt"]
