@@ -142,15 +142,16 @@ def _judge_untouched(
             )
             source.record_error({"stage": "list", "code": "suspect-deletions", "nativeSessionId": None,
                                  "message": out.suspect_sources[source.source_id]})
+    ordering = prior.ordering
     for key, row in prior.rows.items():
         if row["sourceId"] != source.source_id or key in touches:
             continue
-        if prior.ordering.keeps_newer(key, source.sequence):
-            out.rows[key] = dict(row)  # a newer observation has it: keep it whole
-        elif inventory_complete and row["nativeSessionId"] not in listed:
+        if inventory_complete and row["nativeSessionId"] not in listed and ordering.may_delete(key, source.sequence):
             out.rows[key] = idx.deleted(row, verdict.observed_at)
             if row.get("status") != "deleted":
                 out.recorded.record_session(key, source.sequence)
+        elif ordering.keeps_newer(key, source.sequence):
+            out.rows[key] = dict(row)  # a newer observation has it: keep it whole
         else:
             out.rows[key] = idx.untouched(row, preserve_status=preserve)
         if out.rows[key]["status"] != row.get("status"):
