@@ -131,7 +131,8 @@ SourceId = Annotated[
     str, AfterValidator(identity), AfterValidator(normalize_source_id), at_most(MAX_SOURCE_ID)
 ]
 
-_STRICT = ConfigDict(
+# The model config of every command and receipt value: strict types, camelCase, frozen.
+STRICT_WIRE = ConfigDict(
     alias_generator=WireModel.model_config["alias_generator"],
     populate_by_name=True,
     strict=True,
@@ -144,7 +145,7 @@ _STRICT = ConfigDict(
 
 
 class _Payload(WireModel):
-    model_config = _STRICT
+    model_config = STRICT_WIRE
 
     def to_wire(self, **kwargs: Any) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json", exclude_none=True, **kwargs)
@@ -164,7 +165,7 @@ class StartPayload(_Payload):
 class CancelPayload(_Payload):
     """An empty object: any key is an error."""
 
-    model_config = ConfigDict(**{**_STRICT, "extra": "forbid"})
+    model_config = ConfigDict(**{**STRICT_WIRE, "extra": "forbid"})
 
 
 class RenamePayload(_Payload):
@@ -214,7 +215,7 @@ PAYLOAD_TYPES: dict[str, type[_Payload]] = {
 class AgentSessionCommand(WireModel):
     """One parsed command. Frozen; identities normalized; payload typed by `type`."""
 
-    model_config = _STRICT
+    model_config = STRICT_WIRE
 
     schema_: Literal["commonfabric.agent-connector.command"] = COMMAND_SCHEMA
     owner_did: NonEmpty

@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, ValidationError, field_validator, model_validator
 
 from lib.commands import (
     MAX_COMMAND_ID,
     MAX_NATIVE_SESSION_ID,
     MAX_SOURCE_ID,
+    STRICT_WIRE,
     AgentSessionCommand,
     NonEmpty,
     at_most,
@@ -92,19 +93,10 @@ CanonicalCommandId = Annotated[str, _canonical(_same), at_most(MAX_COMMAND_ID)]
 CanonicalSourceId = Annotated[str, _canonical(normalize_source_id), at_most(MAX_SOURCE_ID)]
 CanonicalSessionId = Annotated[str, _canonical(_same), at_most(MAX_NATIVE_SESSION_ID)]
 
-_STRICT = ConfigDict(
-    alias_generator=WireModel.model_config["alias_generator"],
-    populate_by_name=True,
-    strict=True,
-    frozen=True,
-    extra="ignore",
-)
-
-
 class ReceiptError(WireModel):
     """A structured error: non-empty `code` and `message`, Boolean `retryable`."""
 
-    model_config = _STRICT
+    model_config = STRICT_WIRE
 
     code: NonEmpty
     message: NonEmpty
@@ -115,7 +107,7 @@ class CommandReceipt(WireModel):
     """One command's receipt. Frozen; `result` is a detached copy (any Fabric value
     inside an object, so a ledger's decoded `fvj1` result is kept as it is)."""
 
-    model_config = _STRICT
+    model_config = STRICT_WIRE
 
     schema_: Literal["commonfabric.agent-connector.command-receipt"] = RECEIPT_SCHEMA
     command_id: CanonicalCommandId
