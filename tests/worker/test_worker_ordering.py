@@ -114,3 +114,35 @@ def test_handle_returns_without_waiting_for_provider_work(make):
     running.open()
     h.worker.drain()
     assert h.target.receipt("p1").status == "succeeded"
+
+
+def test_a_cancel_after_a_headless_start_waits_for_its_milestone(make):
+    from lib.types import DriverCapabilities
+    from tests.support.scripted_driver import ScriptedDriver
+
+    h = make(driver=ScriptedDriver(capabilities=DriverCapabilities(prompt=True, cancel=True, start_session=True)))
+    held = h.driver.gate("start-session", "new")
+    h.driver.gate("prompt-running", "new")
+    h.worker.handle([command("st", "start", session="new")])
+    held.wait_reached()
+    h.worker.handle([command("x", "cancel", session="new")])
+    held.open()
+    h.worker.drain()
+    assert h.target.receipt("x").status == "succeeded"
+    assert h.target.receipt("st").error.code == "cancelled"
+
+
+def test_many_commands_over_few_threads_keep_each_sessions_order(make):
+    h = make(sessions=tuple(f"s{i}" for i in range(6)), max_sessions=2)
+    batch = [command(f"c{n}-s{i}", "rename" if n % 2 else "prompt", session=f"s{i}")
+             for n in range(5) for i in range(6)]
+    h.worker.handle(batch[:15])
+    h.worker.handle(batch[15:])
+    h.worker.drain()
+    claims = [cid for kind, cid, _ in h.target.events if kind == "claim"]
+    assert sorted(claims) == sorted(c["id"] for c in batch)
+    for i in range(6):
+        mine = [cid for cid in claims if cid.endswith(f"-s{i}")]
+        assert mine == [f"c{n}-s{i}" for n in range(5)]
+    assert all(h.target.receipt(c["id"]).status == "succeeded" for c in batch)
+    assert h.ledgers.pending_publication_count() == 0
