@@ -200,6 +200,10 @@ class CommandSubscription:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def wake(self) -> None:
         self._wake.set()
 
