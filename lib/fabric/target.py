@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from lib.errors import CodedError
+from lib.commands import AgentSessionCommand
+from lib.fabric import receipt_cells
 from lib.fabric import session_index as idx
 from lib.fabric.cell_id import (
     all_session_index_cause,
@@ -31,6 +32,7 @@ from lib.fabric.cell_id import (
     receipts_cause,
     recent_session_index_cause,
 )
+from lib.fabric.command_queues import CommandDelivery, CommandQueues, CommandSubscription
 from lib.fabric.graph_commit import commit_graph
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
@@ -48,15 +50,12 @@ from lib.fabric.session_graph import GraphTarget
 from lib.fabric.store import Labels, Store, Transaction
 from lib.fabric.store_errors import ConflictError, PreconditionFailed
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, OnWait
+from lib.fabric.target_errors import TargetError
 from lib.git_context import GitContextResolver, GitObservation
+from lib.receipts import CommandReceipt
 from lib.session_key import session_key
 
 _OPEN_ATTEMPTS = 3
-
-
-class TargetError(CodedError):
-    """A target that cannot be used as asked. `code` is stable, `message` for people."""
-
 
 
 @dataclass(frozen=True)
@@ -143,6 +142,7 @@ class FabricTarget:
         self.cells = IndexCells.of(space, owner)
         self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
         self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
+        self.queues = CommandQueues(self)
 
     # -- opening -----------------------------------------------------------------------
 
@@ -296,8 +296,8 @@ class FabricTarget:
     def publish_health(self, value: Mapping[str, Any]) -> None:
         """Replace the health record with a host-defined value under the health schema.
 
-        No publish lock: the graph commit is an optimistic transaction of its own, and
-        the health cells are no publication's."""
+        Under the publish lock: in one process, health, receipts and index commits go
+        through one serial queue (docs/command-path.md "Locks")."""
         self._writable("publish health")
         record = {**dict(value), "schema": HEALTH_SCHEMA, "ownerDid": self.owner}
         graph = plan_graph(
@@ -305,7 +305,66 @@ class FabricTarget:
             record,
             scope(self.space, self.owner, HEALTH_ARRAY_SCOPE),
         )
-        commit_graph(self.store, self.space, self.writer, self.labels, graph)
+        with self.lock:
+            commit_graph(self.store, self.space, self.writer, self.labels, graph)
 
     def session_key(self, source_id: str, native_session_id: str) -> str:
         return session_key(source_id, native_session_id)
+
+    # -- receipts (receipt_cells.py) ---------------------------------------------------
+
+    def read_receipt(self, command_id: str, producer: str | None = None) -> CommandReceipt | None:
+        """The command's validated receipt (the producer's queue's when named), None
+        when it has none; an invalid stored receipt raises `invalid-receipt`."""
+        return receipt_cells.read_receipt(self, command_id, producer)
+
+    def claim_receipt(self, receipt: CommandReceipt) -> bool:
+        """Write an in-flight receipt only where none exists, with its index row: True
+        when this process holds the claim, False when another receipt is there."""
+        self._writable("claim a command")
+        return receipt_cells.claim_receipt(self, receipt)
+
+    def publish_receipt(self, receipt: CommandReceipt) -> None:
+        """Replace the command's receipt cell and its index row (one commit)."""
+        self._writable("publish a receipt")
+        receipt_cells.publish_receipt(self, receipt)
+
+    def receipt_rows(self) -> list[dict[str, Any]]:
+        """The receipt index rows, validated, oldest first."""
+        return receipt_cells.read_index_rows(self)
+
+    # -- command queues (command_queues.py) --------------------------------------------
+
+    def command_cell_id(self, producer: str | None = None) -> str:
+        """The owner's command queue cell ID, or producer's."""
+        return self.queues.cell_id(producer)
+
+    def bind_command_cell(self, cell_id: str, writer: str) -> None:
+        """Bind the owner's queue (only its deterministic cell) to writer: create it
+        empty under the owner and writer's labels, or check a populated one has them."""
+        self.queues.bind(cell_id, writer)
+
+    def bind_producer_command_cell(self, producer: str, writer: str) -> str:
+        """Bind producer's queue to writer, as bind_command_cell; returns its cell ID."""
+        if not isinstance(producer, str) or not producer.strip():
+            raise TargetError("invalid-producer", f"a producer is a non-empty string, not {producer!r}")
+        cell = self.queues.cell_id(producer)
+        self.queues.bind(cell, writer, producer)
+        return cell
+
+    def append_command(self, command: AgentSessionCommand, producer: str | None = None) -> None:
+        """Append command to the owner's queue (or producer's) as this target's writer;
+        the store refuses (WriteDenied) a queue bound to another writer."""
+        self._writable("append a command")
+        self.queues.append(command, producer)
+
+    def poll_commands(self) -> list[CommandDelivery]:
+        """Every bound queue's hydrated value, with its producer (`no-command-queue`
+        when none is bound)."""
+        return self.queues.poll()
+
+    def subscribe_commands(
+        self, callback: Callable[[CommandDelivery], object], *, poll_interval: float = 0.05
+    ) -> CommandSubscription:
+        """Call back once per bound queue now, then whenever that queue changes."""
+        return self.queues.subscribe(callback, poll_interval)

@@ -41,11 +41,14 @@ def test_the_target_lock_is_the_stores_publish_lock_beside_the_database(tmp_path
         assert caught.value.holder["pid"] == os.getpid()
 
 
-def test_publishing_health_does_not_wait_for_a_held_publish_lock(tmp_path: Path) -> None:
+def test_publishing_health_takes_its_turn_in_the_publish_lock(tmp_path: Path) -> None:
     env = make_env(tmp_path)
     target = env.target(lock_timeout=0)
     with hold_lock(env.store_url, SPACE, PUBLISH_LOCK):
-        target.publish_health({"state": "ready"})
+        with pytest.raises(PublishLockHeld):
+            target.publish_health({"state": "ready"})
+    assert env.store.read(SPACE, target.health_cell_id()).value.get("state") is None
+    target.publish_health({"state": "ready"})  # free once the child let go
     assert env.store.read(SPACE, target.health_cell_id()).value["state"] == "ready"
 
 

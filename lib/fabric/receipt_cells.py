@@ -1,0 +1,248 @@
+"""Receipt cells and the receipt index (spec "Receipt"; docs/command-path.md).
+
+Each command has a deterministic receipt cell (`command_receipt_cause`, qualified by
+its producer's queue when named) holding `receipt.to_wire()`. The receipt index
+(`receipts_cause`) holds at most MAX_ROWS summary rows, the most recently appended
+last, each linking its receipt cell; a row's identity is (producer, commandId), so
+republishing a command removes its row and appends the new one.
+
+Every write of the index is one read-modify-commit under the target's publish lock
+(`target.lock`): in one process receipts, health and index commits take turns, and
+between processes the lock is the store's. The receipt cell and the index commit in
+one transaction, so a reader never sees a row whose receipt was not written. A
+ConflictError (a writer that does not take the lock moved a cell this commit read) is
+retried a few times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lib.fabric.cell_id import cell_id, command_receipt_cause, link_to, receipts_cause
+from lib.fabric.graph_commit import stage_graph
+from lib.fabric.graph_plan import PlannedGraph, plan_graph
+from lib.fabric.graph_read import GraphReadError, read_graph_value
+from lib.fabric.schemas import (
+    COMMAND_RECEIPT_ARRAY_SCOPE,
+    COMMAND_RECEIPTS_SCHEMA,
+    RECEIPT_INDEX_ARRAY_SCOPE,
+    scope,
+)
+from lib.fabric.store import Transaction
+from lib.fabric.store_errors import ConflictError, PreconditionFailed
+from lib.fabric.target_errors import TargetError
+from lib.fabric.values import Link
+from lib.receipts import (
+    RECEIPT_SCHEMA,
+    CommandReceipt,
+    ReceiptValidationError,
+    check_utc_iso,
+    format_utc_iso,
+    parse_command_receipt,
+)
+
+if TYPE_CHECKING:
+    from lib.fabric.target import FabricTarget
+
+MAX_ROWS = 200
+ATTEMPTS = 5  # commits tried when a concurrent writer moves the index
+_ROW_FIELDS = ("commandId", "producer", "sourceId", "nativeSessionId", "status", "error")
+
+RowIdentity = tuple[str | None, str]
+
+
+def receipt_cell_id(space: str, owner: str, command_id: str, producer: str | None = None) -> str:
+    return cell_id(command_receipt_cause(space, owner, command_id=command_id, producer=producer))
+
+
+def plan_receipt(space: str, owner: str, receipt: CommandReceipt) -> PlannedGraph:
+    """The receipt cell's graph (a result's arrays become element cells)."""
+    identity: dict[str, Any] = {"commandId": receipt.command_id}
+    if receipt.producer is not None:
+        identity["producer"] = receipt.producer
+    return plan_graph(
+        command_receipt_cause(
+            space, owner, command_id=receipt.command_id, producer=receipt.producer
+        ),
+        receipt.to_wire(),
+        scope(space, owner, COMMAND_RECEIPT_ARRAY_SCOPE, **identity),
+    )
+
+
+def read_receipt(
+    target: FabricTarget, command_id: str, producer: str | None = None
+) -> CommandReceipt | None:
+    """The validated receipt in the command's cell, None when there is none."""
+    cell = receipt_cell_id(target.space, target.owner, command_id, producer)
+    if target.store.read(target.space, cell) is None:
+        return None
+    try:
+        value = read_graph_value(target.store, target.space, cell)
+        receipt = parse_command_receipt(value, command_id=command_id, context="stored receipt")
+    except (GraphReadError, ReceiptValidationError) as exc:
+        raise TargetError(
+            "invalid-receipt", f"the receipt cell of command {command_id} is invalid: {exc}"
+        ) from None
+    if receipt.producer != producer:
+        raise TargetError(
+            "invalid-receipt",
+            f"the receipt cell of command {command_id} names producer "
+            f"{receipt.producer!r}, not {producer!r}",
+        )
+    return receipt
+
+
+# -- the index ---------------------------------------------------------------------------
+
+
+def row_identity(row: dict[str, Any]) -> RowIdentity:
+    return (row.get("producer"), row["commandId"])
+
+
+def index_row(target: FabricTarget, receipt: CommandReceipt) -> dict[str, Any]:
+    wire = receipt.to_wire()
+    row = {name: wire[name] for name in _ROW_FIELDS if name in wire}
+    row["updatedAt"] = format_utc_iso(target.clock())
+    cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
+    row["receipt"] = link_to(cell, target.space)
+    return row
+
+
+def row_problem(row: Any, space: str, owner: str) -> str | None:
+    """Why a stored index row cannot be used, or None when it can."""
+    if not isinstance(row, dict):
+        return "a row is an object"
+    # the row repeats the receipt's fields, so the receipt's own check judges them
+    summary = {name: row[name] for name in _ROW_FIELDS if name in row}
+    try:
+        parse_command_receipt({"schema": RECEIPT_SCHEMA, **summary}, context="receipt row")
+    except ReceiptValidationError as exc:
+        return exc.message
+    try:
+        check_utc_iso(row.get("updatedAt") if isinstance(row.get("updatedAt"), str) else "")
+    except ValueError:
+        return f"row {row['commandId']} has no ISO updatedAt"
+    expected = receipt_cell_id(space, owner, row["commandId"], row.get("producer"))
+    link = row.get("receipt")
+    if not isinstance(link, Link) or link != link_to(expected, space):
+        return f"row {row['commandId']} does not link its receipt cell"
+    return None
+
+
+def parse_receipt_index(value: Any, space: str, owner: str) -> list[dict[str, Any]]:
+    """The usable rows of a stored index, oldest first (None: no index yet).
+
+    A value that is not a current-schema index, or that holds one command twice, is
+    `malformed-receipt-index`: a rewrite would lose what it cannot read. Rows that fail
+    validation are dropped, so a rewrite never carries them on.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, dict) or value.get("schema") != COMMAND_RECEIPTS_SCHEMA:
+        raise _malformed("it is not a receipt index of the current schema")
+    stored = value.get("receipts")
+    if not isinstance(stored, list):
+        raise _malformed("its receipts are not a list")
+    rows = [row for row in stored if row_problem(row, space, owner) is None]
+    seen: set[RowIdentity] = set()
+    for row in rows:
+        if row_identity(row) in seen:
+            raise _malformed(f"command {row['commandId']} has two rows")
+        seen.add(row_identity(row))
+    return rows
+
+
+def _malformed(why: str) -> TargetError:
+    return TargetError(
+        "malformed-receipt-index",
+        f"the receipt index cannot be read ({why}); it was left unchanged",
+    )
+
+
+def with_row(rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
+    """rows without row's command, then row, keeping the most recent MAX_ROWS."""
+    kept = [r for r in rows if row_identity(r) != row_identity(row)]
+    kept.append(row)
+    return kept[-MAX_ROWS:]
+
+
+def read_index_rows(target: FabricTarget) -> list[dict[str, Any]]:
+    """The index rows, validated, oldest first (each `receipt` left a Link)."""
+    return parse_receipt_index(_read_index(target), target.space, target.owner)
+
+
+def _read_index(target: FabricTarget) -> Any:
+    cell = target.receipt_cell_id()
+    if target.store.read(target.space, cell) is None:
+        return None
+    try:
+        return read_graph_value(
+            target.store, target.space, cell, preserve_link_fields={"receipt"}
+        )
+    except GraphReadError as exc:
+        raise _malformed(exc.message) from None
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def publish_receipt(target: FabricTarget, receipt: CommandReceipt) -> None:
+    """Write the receipt cell (replacing it) and its index row, in one commit."""
+    _commit_with_index(target, receipt, lambda tx, cell: None)
+
+
+def claim_receipt(target: FabricTarget, receipt: CommandReceipt) -> bool:
+    """Write an in-flight receipt only if the command has none: True when this process
+    now holds the claim, False when another receipt is already there."""
+    if receipt.status != "in-flight":
+        raise TargetError(
+            "invalid-claim",
+            f"a claim is an in-flight receipt; command {receipt.command_id} is {receipt.status}",
+        )
+    cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
+    if target.store.read(target.space, cell) is not None:
+        return False
+    try:
+        _commit_with_index(target, receipt, lambda tx, root: tx.require_absent(root))
+    except PreconditionFailed:
+        if target.store.read(target.space, cell) is not None:
+            return False
+        raise
+    return True
+
+
+def _commit_with_index(
+    target: FabricTarget,
+    receipt: CommandReceipt,
+    precondition: Callable[[Transaction, str], None],
+) -> None:
+    receipt_graph = plan_receipt(target.space, target.owner, receipt)
+    with target.lock:
+        for attempt in range(ATTEMPTS):
+            try:
+                with target.store.transaction(target.space, target.writer) as tx:
+                    # in the read set: a writer that moves the index root fails this commit
+                    tx.read(target.receipt_cell_id())
+                    rows = with_row(read_index_rows(target), index_row(target, receipt))
+                    precondition(tx, receipt_graph.root.id)
+                    stage_graph(target.store, tx, receipt_graph, target.labels)
+                    stage_graph(target.store, tx, _plan_index(target, rows), target.labels)
+                    tx.commit()
+                return
+            except ConflictError:
+                if attempt == ATTEMPTS - 1:
+                    raise
+
+
+def _plan_index(target: FabricTarget, rows: list[dict[str, Any]]) -> PlannedGraph:
+    value = {
+        "schema": COMMAND_RECEIPTS_SCHEMA,
+        "updatedAt": format_utc_iso(target.clock()),
+        "receipts": rows,
+    }
+    return plan_graph(
+        receipts_cause(target.space, target.owner),
+        value,
+        scope(target.space, target.owner, RECEIPT_INDEX_ARRAY_SCOPE),
+    )
