@@ -1,12 +1,8 @@
-"""The worker against a real FabricTarget over an SQLite store, with the real refresh.
-
-Skipped until the target has its receipt methods (branch `receipt-cells`)."""
+"""The worker against a real FabricTarget over an SQLite store, with the real refresh."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from lib.fabric.target import FabricTarget
 from lib.ledger import CommandLedgers
@@ -16,10 +12,6 @@ from tests.fabric.target_helpers import make_env
 from tests.support.scripted_driver import ScriptedDriver
 from tests.support.sessions import make_snapshot
 from tests.worker.helpers import OWNER, PRODUCER, command
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(FabricTarget, "claim_receipt"), reason="FabricTarget has no receipt methods yet"
-)
 
 
 def worker_over(target: FabricTarget, driver: ScriptedDriver, ledger_dir: Path, **options) -> CommandWorker:
