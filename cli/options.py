@@ -71,6 +71,10 @@ def with_global_options(command: click.Command) -> click.Command:
     AppContext before its callback runs, and listed by its --help."""
     if getattr(command, "_global_options", False):
         return command
+    if isinstance(command, click.Group):  # the options go after each subcommand's name
+        for sub in command.commands.values():
+            with_global_options(sub)
+        return command
     command.params.extend(click.Option(decls, **attrs) for decls, attrs in GLOBAL_OPTIONS)
     callback = command.callback
     assert callback is not None

@@ -16,6 +16,9 @@ a typo never silently changes what is synced. With no file at all the built-in s
     driver = "acp"
     command = ["my-agent", "--acp"]
     enabled = false
+
+    [producers.ci]                                  # a command queue of its own
+    writer = "did:key:z6Mk..."                      # the one identity that may write it
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from lib.fabric.store_errors import StoreUrlError
 from lib.fabric.store_url import check_store_url, resolve_store_url
 from lib.types import AgentSourceConfig, normalize_source_id
 
-TOP_LEVEL_KEYS = frozenset({"store", "space", "sources"})
+TOP_LEVEL_KEYS = frozenset({"store", "space", "sources", "producers"})
+MAX_PRODUCER_NAME = 256
 PATH_FIELDS = ("cwd", "config_dir", "codex_bin", "codex_home", "codex_socket")  # `~` is expanded
 MAX_CONFIG_BYTES = 1024 * 1024
 SOURCE_KEYS = frozenset(AgentSourceConfig.model_fields[name].alias or name for name in AgentSourceConfig.model_fields) - {"id"}
@@ -55,6 +59,7 @@ class Config:
     store: str | None = None
     space: str | None = None
     from_file: bool = False
+    producers: Mapping[str, str] = field(default_factory=dict)  # producer name -> writer DID
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def source(self, source_id: str) -> AgentSourceConfig | None:
@@ -153,7 +158,31 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
         raise ConfigError(f"{path}: 'sources' must be a table of [sources.<id>] tables (got {_kind(raw_sources)})")
     sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
     check_unique_source_ids(sources, path)
-    return Config(path=path, sources=tuple(sources), store=store, space=space, from_file=True)
+    producers = _parse_producers(data.get("producers", {}), path)
+    return Config(path=path, sources=tuple(sources), store=store, space=space, from_file=True,
+                  producers=producers)
+
+
+def _parse_producers(raw: Any, path: Path) -> dict[str, str]:
+    """`[producers.NAME] writer = DID`: each producer gets a command queue of its own that
+    only its writer may write to."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: 'producers' must be a table of [producers.<name>] tables (got {_kind(raw)})")
+    producers: dict[str, str] = {}
+    for name, table in raw.items():
+        where = f"{path}: [producers.{name}]"
+        if not name.strip() or len(name) > MAX_PRODUCER_NAME or any(ord(c) < 32 for c in name):
+            raise ConfigError(f"{where}: a producer name is 1 to {MAX_PRODUCER_NAME} printable characters")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: must be a table with a 'writer' DID (got {_kind(table)})")
+        unknown = sorted(set(table) - {"writer"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: writer)")
+        writer = table.get("writer")
+        if not isinstance(writer, str) or not is_did(writer):
+            raise ConfigError(f"{where}: 'writer' must be the DID of the identity that sends its commands ({DID_FORM})")
+        producers[name] = writer
+    return producers
 
 
 def _key_holding_nul(value: Any, where: str = "") -> str | None:

@@ -20,6 +20,8 @@ class ExitCode(IntEnum):
     PARTIAL = 3  # some sessions or sources failed, the rest went through
     LOCKED = 4  # a lock is held by another process
     NOT_FOUND = 5  # what was asked for does not exist
+    NEEDS_CONFIRMATION = 6  # a command's receipt: the provider wants a person to confirm
+    UNKNOWN_OUTCOME = 7  # a command's receipt: whether it ran cannot be known; do not repeat it blindly
     TERMINATED = 143  # SIGTERM (128 + 15, as a shell reports it), after an orderly stop
 
 

@@ -28,7 +28,7 @@ from lib.commands import (
     describe,
     identity,
 )
-from lib.errors import CodedError
+from lib.errors import CodedError, ExitCode
 from lib.types import CommandExecutionResult, WireModel, normalize_source_id
 
 RECEIPT_SCHEMA = "commonfabric.agent-connector.command-receipt"
@@ -39,6 +39,15 @@ RECEIPT_STATUSES: tuple[str, ...] = (
     "pending", "in-flight", "succeeded", "failed", "unsupported", "needs-confirmation", "unknown",
 )
 TERMINAL_STATUSES: frozenset[str] = frozenset(RECEIPT_STATUSES) - {"pending", "in-flight"}
+
+# What a command that waited for its receipt exits with (README "Exit codes").
+STATUS_EXIT_CODES: dict[str, ExitCode] = {
+    "succeeded": ExitCode.OK,
+    "failed": ExitCode.FAILURE,
+    "unsupported": ExitCode.USAGE,
+    "needs-confirmation": ExitCode.NEEDS_CONFIRMATION,
+    "unknown": ExitCode.UNKNOWN_OUTCOME,
+}
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", re.ASCII)
 

@@ -1,0 +1,120 @@
+"""Sending one command: build it, append it to a queue, and get its terminal receipt.
+
+`send_command` is the one-shot form a person types (`agentctl command prompt codex
+THREAD "..."`): the command is appended to its queue first, so it has exactly one
+identity whoever runs it; then, when no executor holds the target's executor lock,
+this process becomes the executor for that one command; otherwise it waits for the
+running executor's receipt. Either way the receipt is the one in the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lib.commands import COMMAND_SCHEMA, AgentSessionCommand, parse_command
+from lib.errors import UsageError
+from lib.fabric.store_lock import LockHeld, describe_holder
+from lib.fabric.target import FabricTarget
+from lib.receipts import CommandReceipt, utc_now_iso
+from lib.types import normalize_source_id
+from lib.workspace import Workspace
+
+RECEIPT_POLL_SECONDS = 0.02  # how often a waiting process looks for the receipt
+
+
+def build_command(
+    workspace: Workspace,
+    kind: str,
+    source_id: str,
+    native_session_id: str,
+    payload: Mapping[str, Any],
+    *,
+    command_id: str | None = None,
+    force: bool | None = None,
+    requested_by: str | None = None,
+) -> AgentSessionCommand:
+    """A validated command for a configured source, owned by this identity.
+    UsageError (exit 2) for an unknown source or a value the spec does not allow."""
+    source = workspace.source_config(source_id)  # unknown-source, exit 2
+    value: dict[str, Any] = {
+        "schema": COMMAND_SCHEMA,
+        "ownerDid": workspace.identity.did,
+        "id": command_id if command_id is not None else str(uuid.uuid4()),
+        "createdAt": utc_now_iso(),
+        "sourceId": normalize_source_id(source.id),
+        "nativeSessionId": native_session_id,
+        "type": kind,
+        "payload": dict(payload),
+    }
+    if force is not None:
+        value["force"] = force
+    if requested_by is not None:
+        value["requestedBy"] = requested_by
+    return parse_command(value, owner_did=workspace.identity.did)
+
+
+def submit_command(workspace: Workspace, command: AgentSessionCommand, producer: str | None = None) -> None:
+    """Append `command` to the owner's queue, or to `producer`'s."""
+    target = workspace.open_target()
+    if producer is not None and producer not in workspace.config.producers:
+        known = ", ".join(sorted(workspace.config.producers)) or "none"
+        raise UsageError("unknown-producer",
+                         f"producer {producer!r} is not configured ([producers.{producer}] in the "
+                         f"configuration); configured producers: {known}")
+    target.append_command(command, producer)
+
+
+def wait_for_receipt(
+    target: FabricTarget,
+    command_id: str,
+    producer: str | None = None,
+    *,
+    stop: threading.Event | None = None,
+    on_receipt: Callable[[CommandReceipt], None] | None = None,
+) -> CommandReceipt | None:
+    """The command's terminal receipt once an executor publishes it (None if `stop` is
+    set first). `on_receipt` hears every state seen on the way (in-flight, then terminal).
+    Only the space's head is read while nothing changes."""
+    stop = stop or threading.Event()
+    seen_head = -1
+    last_status = None
+    while True:
+        head = target.store.head(target.space)
+        if head != seen_head:
+            seen_head = head
+            receipt = target.read_receipt(command_id, producer)
+            if receipt is not None and receipt.status != last_status:
+                last_status = receipt.status
+                if on_receipt is not None:
+                    on_receipt(receipt)
+            if receipt is not None and receipt.terminal:
+                return receipt
+        if stop.wait(RECEIPT_POLL_SECONDS):
+            return None
+
+
+def send_command(
+    workspace: Workspace,
+    command: AgentSessionCommand,
+    producer: str | None = None,
+    *,
+    stop: threading.Event | None = None,
+    on_wait: Callable[[str], None] | None = None,
+) -> CommandReceipt | None:
+    """Submit, then carry the command out here, or wait for the running executor's
+    receipt. The terminal receipt; None only when `stop` ended the wait."""
+    from lib.executor import Executor  # the executor imports this module's neighbours
+
+    submit_command(workspace, command, producer)
+    target = workspace.open_target()
+    try:
+        with Executor(workspace) as executor:
+            executor.recover()
+            executor.run_values([command.to_wire()], producer)
+    except LockHeld as held:
+        if on_wait is not None:
+            on_wait(f"an executor is running ({describe_holder(held.holder)}); waiting for its receipt")
+    return wait_for_receipt(target, command.id, producer, stop=stop)
