@@ -26,6 +26,7 @@ from lib.drivers.base import AgentDriver
 from lib.fabric.target import FabricTarget
 from lib.ledger.ledgers import CommandLedgers
 from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.refresh_batches import RefreshBatches
 from lib.receipts import CommandReceipt
 from lib.types import normalize_source_id
 from lib.worker import CommandWorker
@@ -89,6 +90,7 @@ class Executor:
             self.worker = CommandWorker(
                 StartedDrivers(self.workspace, self.pool), [target], self.ledgers,
                 self._on_receipt, owner_did=target.owner, max_sessions=self._max_sessions,
+                refresh=RefreshBatches().refresh,
             )
             self.target = target
             self._bind_queues()
@@ -149,5 +151,7 @@ class Executor:
             stop.wait()
         finally:
             subscription.close()
-            worker.drain()
-            worker.recover_unpublished_receipts()
+            try:
+                worker.drain()
+            finally:
+                worker.recover_unpublished_receipts()

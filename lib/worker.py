@@ -46,7 +46,6 @@ from lib.types import (
     CommandExecutionResult,
     PromptInput,
     StartInput,
-    normalize_source_id,
 )
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,9 @@ class CommandWorker:
     ) -> None:
         if not targets:
             raise ValueError("a command worker needs at least one target")
-        self.drivers = {normalize_source_id(source_id): driver for source_id, driver in drivers.items()}
+        # Looked up by normalized id, never iterated: a host's mapping may start a
+        # driver on its first lookup (lib.executor.StartedDrivers).
+        self.drivers = drivers
         self.targets = list(targets)
         self.ledgers = ledgers
         self.on_receipt = on_receipt
@@ -177,7 +178,7 @@ class CommandWorker:
 
     def _execute(self, task: CommandTask) -> None:
         command, producer = task.command, task.producer
-        driver = self.drivers.get(command.source_id)
+        driver, unavailable = self._driver(command.source_id)
         shared = self._read_shared(command.id, producer)
         if shared is not None:
             if not shared.terminal:
@@ -200,8 +201,16 @@ class CommandWorker:
             log.warning("command %s: its claim could not be published (%s); not running it", command.id, why)
             self._finish(claim_publish_failed(claim, f"the in-flight receipt could not be published: {why}"), driver)
             return
-        outcome = self._call(task, driver)
+        outcome = _failed(unavailable.code, unavailable.message) if unavailable else self._call(task, driver)
         self._finish(self._terminal(claim, outcome), driver)
+
+    def _driver(self, source_id: str) -> tuple[AgentDriver | None, DriverError | None]:
+        """The source's driver, or why there is none that can run: a driver that cannot
+        start fails the command without a provider call."""
+        try:
+            return self.drivers.get(source_id), None
+        except DriverError as exc:
+            return None, exc
 
     def _read_shared(self, command_id: str, producer: str | None) -> CommandReceipt | None:
         """The receipt a target already holds: a terminal one first."""

@@ -5,10 +5,8 @@ on 127.0.0.1, over a real SQLite store."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lib.commands import COMMAND_SCHEMA
-from lib.fabric.cell_id import commands_cause, cell_id
+from lib.fabric.cell_id import cell_id, commands_cause
 from lib.fabric.identity import load_or_create_identity
 from lib.fabric.store import open_store
 from lib.fabric.target import FabricTarget
@@ -59,8 +57,8 @@ class World:
     def thread(self, n: int) -> str:
         return self.threads[n].id
 
-    def run(self, *args: str, timeout: float = GUARD_SECONDS):
-        return run(list(args), self.env, timeout=timeout)
+    def run(self, *args: str, input: str | None = None, timeout: float = GUARD_SECONDS):
+        return run(list(args), self.env, input=input, timeout=timeout)
 
     def start_executor(self) -> subprocess.Popen:
         proc = subprocess.Popen([AGENTCTL, "command", "run", "--follow"], env=self.env, text=True,
@@ -209,13 +207,13 @@ def test_bad_commands_at_submit_get_one_line_and_exit_2(world):
     thread = world.thread(4)
     cases = [
         ["command", "submit", "explode", "codex", thread],
-        ["command", "submit", "prompt", "codex", thread, "--text", "x" * (128 * 1024 + 1)],
+        ["command", "submit", "prompt", "codex", thread, "--text", "-"],  # 128 KiB + 1 on stdin
         ["command", "submit", "prompt", "nosuch", thread, "--text", "hi"],
         ["command", "submit", "rename", "codex", thread],
         ["command", "prompt", "nosuch", thread, "hi"],
     ]
     for args in cases:
-        done = world.run(*args)
+        done = world.run(*args, input="x" * (128 * 1024 + 1) if "-" in args else None)
         assert done.returncode == 2, (args[:4], done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr and done.stdout == ""
