@@ -11,20 +11,31 @@ import subprocess
 import termios
 from pathlib import Path
 
+import click
+
 from cli.commands import COMMANDS
 from lib.drivers.base import AgentDriver
 from lib.types import AgentSourceConfig, PromptInput, StartInput
 from tests.support.cli import AGENTCTL, REPO, agentctl_env, run
 
 
+def _leaf_commands():
+    """Every command a person runs: a group's subcommands instead of the group."""
+    for command in COMMANDS:
+        if isinstance(command, click.Group):
+            yield from ([command.name, sub] for sub in command.commands)
+        else:
+            yield [command.name]
+
+
 def test_every_subcommand_help_shows_an_example_and_the_global_options(tmp_path):
     env = agentctl_env(tmp_path)
-    for command in COMMANDS:
-        result = run([command.name, "--help"], env)
-        assert result.returncode == 0, command.name
-        assert "Example:" in result.stdout, command.name
+    for words in _leaf_commands():
+        result = run([*words, "--help"], env)
+        assert result.returncode == 0, words
+        assert "Example:" in result.stdout, words
         for option in ("--config", "--store", "--space", "--identity", "--state-dir", "-v, --verbose", "-q, --quiet"):
-            assert option in result.stdout, (command.name, option)
+            assert option in result.stdout, (words, option)
 
 
 def test_the_readme_documents_every_subcommand():

@@ -44,7 +44,7 @@ def command_group() -> None:
     """Send commands to agent sessions, and carry them out.
 
     \b
-    Examples:
+    Example:
         agentctl command prompt codex 019a2b... "Run the tests and fix what fails"
         agentctl command start codex "Write a README" --cwd ~/src/app
         agentctl command cancel codex 019a2b...
@@ -76,7 +76,16 @@ def _one_shot(app: AppContext, kind: str, source: str, session: str, payload: di
 @AS_JSON
 @click.pass_obj
 def prompt_command(app: AppContext, source, session, text, force, producer, as_json) -> None:  # noqa: ANN001
-    """Send TEXT to session SESSION of SOURCE and print the receipt (TEXT - reads stdin)."""
+    """Send TEXT to session SESSION of SOURCE and print its receipt (TEXT - reads stdin).
+
+    Runs the prompt here when no executor is running, else hands it to the executor and
+    waits; exits by the receipt's status (0 succeeded, 1 failed, 7 unknown...).
+
+    \b
+    Example:
+        agentctl command prompt codex 019a2b3c-... "Run the tests and fix what fails"
+        git diff | agentctl command prompt codex 019a2b3c-... -
+    """
     _one_shot(app, "prompt", source, session, {"text": _text(text)}, producer, as_json, force)
 
 
@@ -91,7 +100,14 @@ def prompt_command(app: AppContext, source, session, text, force, producer, as_j
 @AS_JSON
 @click.pass_obj
 def start_command(app: AppContext, source, text, session, cwd, title, mode, producer, as_json) -> None:  # noqa: ANN001
-    """Start a new session of SOURCE with TEXT as its first prompt."""
+    """Start a new session of SOURCE with TEXT as its first prompt.
+
+    The receipt's result names the new session's id and directory.
+
+    \b
+    Example:
+        agentctl command start codex "Write a README for this project" --cwd ~/src/app
+    """
     payload = {"text": _text(text), "cwd": cwd, "title": title, "mode": mode}
     _one_shot(app, "start", source, session or str(uuid.uuid4()),
               {k: v for k, v in payload.items() if v is not None}, producer, as_json)
@@ -104,7 +120,12 @@ def start_command(app: AppContext, source, text, session, cwd, title, mode, prod
 @AS_JSON
 @click.pass_obj
 def cancel_command(app: AppContext, source, session, producer, as_json) -> None:  # noqa: ANN001
-    """Cancel the prompt agentctl is running in SESSION."""
+    """Cancel the prompt agentctl is running in SESSION.
+
+    \b
+    Example:
+        agentctl command cancel codex 019a2b3c-...
+    """
     _one_shot(app, "cancel", source, session, {}, producer, as_json)
 
 
@@ -116,7 +137,12 @@ def cancel_command(app: AppContext, source, session, producer, as_json) -> None:
 @AS_JSON
 @click.pass_obj
 def rename_command(app: AppContext, source, session, title, producer, as_json) -> None:  # noqa: ANN001
-    """Rename SESSION to TITLE."""
+    """Rename SESSION to TITLE.
+
+    \b
+    Example:
+        agentctl command rename codex 019a2b3c-... "Billing fixes"
+    """
     _one_shot(app, "rename", source, session, {"title": title}, producer, as_json)
 
 
@@ -128,7 +154,12 @@ def rename_command(app: AppContext, source, session, title, producer, as_json) -
 @AS_JSON
 @click.pass_obj
 def set_mode_command(app: AppContext, source, session, mode, producer, as_json) -> None:  # noqa: ANN001
-    """Switch SESSION to MODE."""
+    """Switch SESSION to MODE (one of the modes the source advertises).
+
+    \b
+    Example:
+        agentctl command set-mode work 7d1e... plan
+    """
     _one_shot(app, "set-mode", source, session, {"mode": mode}, producer, as_json)
 
 
@@ -141,7 +172,12 @@ def set_mode_command(app: AppContext, source, session, mode, producer, as_json) 
 @AS_JSON
 @click.pass_obj
 def set_config_option_command(app: AppContext, source, session, key, value, producer, as_json) -> None:  # noqa: ANN001
-    """Set configuration option KEY of SESSION to VALUE (JSON when it parses, else text)."""
+    """Set configuration option KEY of SESSION to VALUE (JSON when it parses, else text).
+
+    \b
+    Example:
+        agentctl command set-config-option work 7d1e... thinking true
+    """
     _one_shot(app, "set-config-option", source, session, {"key": key, "value": _config_value(value)},
               producer, as_json)
 
@@ -166,7 +202,13 @@ def submit_command_cli(app: AppContext, kind, source, session, text, title, mode
     """Queue a command without waiting, and print its id.
 
     An executor (`agentctl command run`, `agentctl serve`) carries it out; `agentctl
-    command status ID` shows its receipt."""
+    command status ID` shows its receipt.
+
+    \b
+    Example:
+        agentctl command submit prompt codex 019a2b3c-... --text "Run the tests"
+        agentctl command submit set-config-option work 7d1e... --key thinking --value true
+    """
     if payload_json is not None:
         try:
             payload = json.loads(payload_json)
@@ -189,7 +231,14 @@ def submit_command_cli(app: AppContext, kind, source, session, text, title, mode
 @click.pass_obj
 def run_command(app: AppContext, follow, as_json) -> None:  # noqa: ANN001
     """Be the executor: recover what a stopped executor left, then carry out every
-    queued command (once, or until Ctrl-C with --follow), printing each receipt."""
+    queued command (once, or until Ctrl-C with --follow), printing each receipt.
+
+    One executor runs per store and space: a second exits 4 naming the first.
+
+    \b
+    Example:
+        agentctl command run --follow
+    """
     printer = ReceiptPrinter(as_json)
     with Executor(app.workspace, on_receipt=printer.print) as executor:
         for receipt in executor.recover():
@@ -207,7 +256,12 @@ def run_command(app: AppContext, follow, as_json) -> None:  # noqa: ANN001
 @AS_JSON
 @click.pass_obj
 def status_command(app: AppContext, command_id, producer, as_json) -> None:  # noqa: ANN001
-    """Print command ID's receipt; exit by its status (5 when there is none yet)."""
+    """Print command ID's receipt; exit by its status (5 when there is none yet).
+
+    \b
+    Example:
+        agentctl command status 6f1c0e2a-4b7d-4c1e-9a0b-1d2e3f405162 --json
+    """
     workspace = app.workspace
     receipt = None
     if workspace.store_exists():

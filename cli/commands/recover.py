@@ -21,6 +21,10 @@ def recover_command(app: AppContext, as_json) -> None:  # noqa: ANN001
     published now. Prints every receipt it published; running it again publishes
     nothing new. Takes the executor lock, so it fails (exit 4) while an executor runs
     (which recovers by itself when it starts).
+
+    \b
+    Example:
+        agentctl recover
     """
     printer = ReceiptPrinter(as_json)
     with Executor(app.workspace) as executor:
