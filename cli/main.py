@@ -54,23 +54,27 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-class VerboseLog(logging.Handler):
-    """The library's diagnostics (a failing provider's own output) on stderr, only with -v."""
+class LibraryLog(logging.Handler):
+    """The library's log on stderr: warnings (a command skipped as invalid, a receipt not
+    published yet) unless -q; details (a failing provider's own output) only with -v."""
 
     def __init__(self, app: AppContext) -> None:
         super().__init__()
         self.app = app
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.app.verbose:
+        shown = self.app.verbose or (record.levelno >= logging.WARNING and not self.app.quiet)
+        if shown:
             click.echo(f"agentctl: {record.getMessage()}", err=True)
 
 
 def main() -> None:
     app = AppContext()  # filled in by the options, before and after the subcommand
-    library_log = logging.getLogger("agentctl")
-    library_log.addHandler(VerboseLog(app))
-    library_log.setLevel(logging.INFO)
+    for name in ("agentctl", "lib"):  # provider output; the library modules' own loggers
+        library_log = logging.getLogger(name)
+        library_log.addHandler(LibraryLog(app))
+        library_log.setLevel(logging.INFO)
+        library_log.propagate = False
     signal.signal(signal.SIGTERM, _terminate)
     try:
         # Without standalone mode click returns the code of `ctx.exit(code)` instead of exiting.
