@@ -17,6 +17,7 @@ retried a few times.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lib.fabric.cell_id import cell_id, command_receipt_cause, link_to, receipts_cause
@@ -212,6 +213,19 @@ def claim_receipt(target: FabricTarget, receipt: CommandReceipt) -> bool:
     return True
 
 
+@dataclass
+class IndexCache:
+    """The index as this process last committed it: its root's version, its rows and the
+    link to each row's cell. While the root is still at that version nobody else wrote
+    it, so the next commit plans and writes only the new row and the root: no 200 rows
+    re-read, re-validated or re-planned (a row's cell is named by its command, not its
+    position, so the other rows' links stay as they are)."""
+
+    version: int
+    rows: list[dict[str, Any]]
+    links: list[Link]
+
+
 def _commit_with_index(
     target: FabricTarget,
     receipt: CommandReceipt,
@@ -223,16 +237,46 @@ def _commit_with_index(
             try:
                 with target.store.transaction(target.space, target.writer) as tx:
                     # in the read set: a writer that moves the index root fails this commit
-                    tx.read(target.receipt_cell_id())
-                    rows = with_row(read_index_rows(target), index_row(target, receipt))
+                    version = tx.observe(target.receipt_cell_id())
                     precondition(tx, receipt_graph.root.id)
                     stage_graph(target.store, tx, receipt_graph, target.labels)
-                    stage_graph(target.store, tx, _plan_index(target, rows), target.labels)
-                    tx.commit()
+                    cached = target.receipt_index_cache
+                    row = index_row(target, receipt)
+                    cache = None
+                    if cached is not None and cached.version == version:
+                        cache = _stage_row(target, tx, cached, row)
+                    if cache is None:
+                        cache = _stage_whole_index(target, tx, row)
+                    cache.version = tx.commit()
+                target.receipt_index_cache = cache
                 return
             except ConflictError:
+                target.receipt_index_cache = None
                 if attempt == ATTEMPTS - 1:
                     raise
+
+
+def _stage_whole_index(target: FabricTarget, tx: Transaction, row: dict[str, Any]) -> IndexCache:
+    """Read and validate the stored index, and stage it with `row` appended."""
+    rows = with_row(read_index_rows(target), row)
+    graph = _plan_index(target, rows)
+    stage_graph(target.store, tx, graph, target.labels)
+    return IndexCache(0, rows, list(graph.root.value["receipts"]))
+
+
+def _stage_row(target: FabricTarget, tx: Transaction, cache: IndexCache, row: dict[str, Any]) -> IndexCache | None:
+    """Stage `row` and the root from the cache; None when another kept row shares its
+    command id (their cells' identities then depend on each other: plan it whole)."""
+    kept = [(r, link) for r, link in zip(cache.rows, cache.links, strict=True) if row_identity(r) != row_identity(row)]
+    if any(r["commandId"] == row["commandId"] for r, _ in kept):
+        return None
+    kept = kept[-(MAX_ROWS - 1):]
+    single = _plan_index(target, [row])
+    *nested, row_cell = single.children
+    stage_graph(target.store, tx, PlannedGraph(single.space, row_cell, tuple(nested)), target.labels)
+    links = [link for _, link in kept] + list(single.root.value["receipts"])
+    tx.write(single.root.id, {**single.root.value, "receipts": links})  # keeps the root's labels
+    return IndexCache(0, [r for r, _ in kept] + [row], links)  # a new one: the commit may fail
 
 
 def _plan_index(target: FabricTarget, rows: list[dict[str, Any]]) -> PlannedGraph:

@@ -219,6 +219,16 @@ class SQLiteStore(Store):
             return seq, None
         return seq, Document(values.loads(text), self._labels(labels), seq)
 
+    def _read_version(self, space: str, cell_id: str) -> int:
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return 0
+            row = conn.execute(
+                "SELECT seq FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, cell_id)
+            ).fetchone()
+        return 0 if row is None else row[0]
+
     def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
         # Batched primary-key lookups: one query per batch instead of one per cell. A
         # batch's rows are fetched before the first yield, so no cursor stays open across

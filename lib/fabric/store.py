@@ -249,6 +249,16 @@ class Transaction:
             raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell_id}")
         return Document(apply_patch(cell_id, document.value, op), document.labels, version)
 
+    def observe(self, cell_id: str) -> int:
+        """Add the cell's current version to the read set without decoding its value
+        (0 for a cell never written): the commit fails if the cell changes before it."""
+        plan = self._open()
+        version = self._store._read_version(plan.space, cell_id)
+        seen = plan.reads.setdefault(cell_id, version)
+        if seen != version:
+            raise ConflictError("store-conflict", f"cell changed while this transaction was reading it: {cell_id}")
+        return version
+
     def write(self, cell_id: str, value: Any, labels: Labels | None = None) -> None:
         """Replace the cell's whole value; labels None keeps the existing labels
         (a new cell is owned by, and writable by, the writer)."""
@@ -364,6 +374,10 @@ class Store(abc.ABC):
     def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
         """(version, document) of a cell: version 0 when never written, document
         None when absent or deleted."""
+
+    def _read_version(self, space: str, cell_id: str) -> int:
+        """The version of a cell (see `_read_row`); backends may skip decoding its value."""
+        return self._read_row(space, cell_id)[0]
 
     @abc.abstractmethod
     def _commit(self, plan: CommitPlan) -> int:

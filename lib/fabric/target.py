@@ -142,6 +142,7 @@ class FabricTarget:
         self.cells = IndexCells.of(space, owner)
         self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
         self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
+        self.receipt_index_cache: Any = None  # receipt_cells.IndexCache, kept under self.lock
         self.queues = CommandQueues(self)
 
     # -- opening -----------------------------------------------------------------------
