@@ -17,7 +17,7 @@ retried a few times.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lib.fabric.cell_id import cell_id, command_receipt_cause, link_to, receipts_cause
