@@ -90,7 +90,7 @@ class Executor:
             self.worker = CommandWorker(
                 StartedDrivers(self.workspace, self.pool), [target], self.ledgers,
                 self._on_receipt, owner_did=target.owner, max_sessions=self._max_sessions,
-                refresh=RefreshBatches().refresh,
+                refresh=RefreshBatches().refresh, sole_executor=True,
             )
             self.target = target
             self._bind_queues()

@@ -98,6 +98,7 @@ class CommandWorker:
         owner_did: str,
         max_sessions: int = 8,
         refresh: Refresh = refresh_session,
+        sole_executor: bool = False,
     ) -> None:
         if not targets:
             raise ValueError("a command worker needs at least one target")
@@ -110,6 +111,10 @@ class CommandWorker:
         self.on_task_failure = on_task_failure
         self.owner_did = owner_did
         self._refresh = refresh
+        # True when the caller holds the targets' executor lock: no other executor runs,
+        # so a shared in-flight receipt was left by a dead one (it becomes `unknown`).
+        # Otherwise it may be another live executor's claim, which is left alone.
+        self.sole_executor = sole_executor
         self._handle_lock = threading.Lock()
         self._scheduled: set[tuple[str | None, str]] = set()
         self._failures: list[CommandTaskFailure] = []
@@ -181,6 +186,9 @@ class CommandWorker:
         driver, unavailable = self._driver(command.source_id)
         shared = self._read_shared(command.id, producer)
         if shared is not None:
+            if not shared.terminal and not self.sole_executor:
+                self._claimed_elsewhere(shared)
+                return
             if not shared.terminal:
                 shared = terminal_receipt(shared, _unknown(
                     "claim-lost-contact",
@@ -224,13 +232,23 @@ class CommandWorker:
         return next((r for r in found if r.terminal), found[0] if found else None)
 
     def _lost_claim(self, target: FabricTarget, claim: CommandReceipt) -> None:
+        """Our claim lost the race to another executor's: its receipt replaces ours in
+        the ledger, marked published, so this worker never runs the command and
+        recovery never turns the other executor's claim `unknown` (recovery only
+        settles in-flight claims still awaiting publication: our own)."""
         theirs = target.read_receipt(claim.command_id, claim.producer)
         if theirs is None:
             raise CodedError("claim-lost", f"command {claim.command_id}: the claim was refused but no receipt is there")
         self.ledgers.put(theirs)
         self.ledgers.mark_published(claim.command_id, claim.producer)
-        log.warning("command %s: another executor holds its claim (%s); not running it here",
+        log.warning("command %s: another executor won its claim (%s); not running it here",
                     claim.command_id, theirs.status)
+
+    def _claimed_elsewhere(self, theirs: CommandReceipt) -> None:
+        """Without the executor lock, a shared in-flight receipt may be a live
+        executor's claim: nothing runs here and nothing is recorded (the in-process
+        schedule keeps the command from running again in this process)."""
+        log.warning("command %s: another executor holds its claim; not running it here", theirs.command_id)
 
     def _call(self, task: CommandTask, driver: AgentDriver | None) -> CommandExecutionResult:
         command = task.command
@@ -355,7 +373,9 @@ class CommandWorker:
         every receipt awaiting publication is published to every target and its marker
         cleared when all accepted. Returns the receipts published (failures are logged
         and stay pending: see `ledgers.pending_publication_count()`)."""
-        for stored in self.ledgers.receipts():
+        for stored in self.ledgers.pending():
+            # An in-flight claim still awaiting publication is our own (a lost claim
+            # is stored as the winner's receipt, already published).
             if stored["status"] == "in-flight":
                 claim = parse_command_receipt(stored, context="ledger receipt")
                 self.ledgers.put(terminal_receipt(claim, _unknown(

@@ -62,6 +62,7 @@ class Harness:
 def harness(
     tmp_path: Path, *, sessions: tuple[str, ...] = ("s1", "s2"), targets: int = 1,
     max_sessions: int = 8, driver: ScriptedDriver | None = None, on_receipt: Any = None,
+    sole_executor: bool = False,
 ) -> Harness:
     driver = driver or ScriptedDriver(snapshots=[make_snapshot(s) for s in sessions])
     fakes = [FakeMemoryTarget(f"target-{i}") for i in range(targets)]
@@ -80,7 +81,7 @@ def harness(
 
     worker = CommandWorker(
         {"scripted": driver}, fakes, ledgers, record_receipt, lambda f: box["h"].failures.append(f),
-        owner_did=OWNER, max_sessions=max_sessions, refresh=refresh,
+        owner_did=OWNER, max_sessions=max_sessions, refresh=refresh, sole_executor=sole_executor,
     )
     box["h"] = Harness(driver, fakes, ledgers, worker)
     return box["h"]

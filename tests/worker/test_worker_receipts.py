@@ -62,7 +62,7 @@ def test_a_terminal_shared_receipt_is_republished_without_a_provider_call(make):
 
 
 def test_an_in_flight_shared_receipt_becomes_unknown_without_a_provider_call(make):
-    h = make()
+    h = make(sole_executor=True)  # it holds the executor lock: the claim's executor is dead
     h.target.receipts[(PRODUCER, "p1")] = shared("p1", "in-flight", PRODUCER)
     h.worker.handle([command("p1")], producer=PRODUCER)
     h.worker.drain()
@@ -101,6 +101,8 @@ def test_fake_lost_claim_stores_the_winners_receipt_and_runs_nothing(make):
     assert h.ledgers.get("p1") == winner.to_wire()
     assert h.ledgers.pending_publication_count() == 0
     assert h.receipts == [] and h.failures == []
+    assert h.worker.recover_unpublished_receipts() == []  # the winner's claim is not ours to settle
+    assert target.receipts[(None, "p1")] == winner
 
 
 def test_fake_publication_failure_keeps_the_marker_refreshes_and_recovery_publishes_it(make):
@@ -259,3 +261,16 @@ def test_force_reaches_the_driver(make):
     h.worker.drain()
     assert seen == [True, False]
 
+
+
+def test_without_the_executor_lock_an_in_flight_shared_receipt_is_left_to_its_executor(make):
+    h = make()  # another executor may be running it right now
+    claim = shared("p1", "in-flight", PRODUCER)
+    h.target.receipts[(PRODUCER, "p1")] = claim
+    h.worker.handle([command("p1")], producer=PRODUCER)
+    h.worker.drain()
+    assert h.driver.calls_of("prompt") == []
+    assert h.target.receipt("p1", PRODUCER) == claim  # not turned unknown under its executor
+    assert h.ledgers.get("p1", PRODUCER) is None  # nothing of ours to recover later
+    assert h.worker.recover_unpublished_receipts() == []
+    assert h.target.receipt("p1", PRODUCER) == claim
