@@ -28,6 +28,7 @@ from lib.ledger.ledgers import CommandLedgers
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.refresh_batches import RefreshBatches
 from lib.receipts import CommandReceipt
+from lib.session_queues import DEFAULT_MAX_SESSIONS
 from lib.types import normalize_source_id
 from lib.worker import CommandWorker
 from lib.workspace import Workspace
@@ -71,7 +72,7 @@ class Executor:
         workspace: Workspace,
         *,
         on_receipt: Callable[[CommandReceipt], None] | None = None,
-        max_sessions: int = 8,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         self.workspace = workspace
         self._on_receipt = on_receipt

@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from lib.commands import AgentSessionCommand
 
 GATED_TYPES = frozenset({"prompt", "start"})
+# Sessions whose commands run at once. A prompt holds its thread for as long as the
+# agent works (minutes), so the pool is wide: a person with many sessions should not see
+# one wait for another's prompt; the threads mostly wait on providers and the disk.
+DEFAULT_MAX_SESSIONS = 64
 SessionKey = tuple[str, str]
 
 
@@ -55,7 +59,9 @@ class SessionQueues:
     """Runs `run(task)` for every admitted task under the ordering rules above. `run` is
     expected to handle its own errors; the task's gate opens when it returns or raises."""
 
-    def __init__(self, run: Callable[[CommandTask], None], *, max_sessions: int = 8) -> None:
+    def __init__(
+        self, run: Callable[[CommandTask], None], *, max_sessions: int = DEFAULT_MAX_SESSIONS
+    ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
         self._run = run

@@ -3,15 +3,17 @@
 
 For each admitted command, on a session queue (`lib/session_queues.py`):
 1. read its receipt on every target: a terminal one is stored and republished (it
-   repairs the bounded index), a non-terminal one (another executor lost contact)
-   becomes `unknown`; neither calls the provider;
+   repairs the bounded index); a non-terminal one becomes `unknown` when this worker is
+   the sole executor (its executor died), and is left to its executor otherwise;
+   neither calls the provider;
 2. claim it: the `in-flight` receipt into the ledger, then `claim_receipt` on every
    target. A target that already holds a receipt means another executor has the claim:
    its receipt is stored as published and nothing runs here. A claim that cannot be
    written gives the `failed` receipt `claim-publish-failed`, and nothing runs;
 3. call the provider; 4. the one terminal receipt: ledger, every target, marker
    cleared only when all accepted, then the `on_receipt` observer; 5. refresh the
-   session on every target, even when publication failed.
+   session on every target, even when publication failed: in the background, beside
+   the session's next command, coalesced with other refreshes; `drain()` waits for it.
 A receipt that is not published everywhere stays pending in the ledger and makes the
 task fail; `recover_unpublished_receipts()` publishes it later. Nothing is retried.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +43,7 @@ from lib.receipts import (
     parse_command_receipt,
     terminal_receipt,
 )
-from lib.session_queues import CommandTask, SessionQueues
+from lib.session_queues import DEFAULT_MAX_SESSIONS, CommandTask, SessionQueues
 from lib.types import (
     CommandExecutionOptions,
     CommandExecutionResult,
@@ -96,7 +99,7 @@ class CommandWorker:
         on_task_failure: Callable[[CommandTaskFailure], object] | None = None,
         *,
         owner_did: str,
-        max_sessions: int = 8,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
         refresh: Refresh = refresh_session,
         sole_executor: bool = False,
     ) -> None:
@@ -121,6 +124,13 @@ class CommandWorker:
         self._failures_lock = threading.Lock()
         self._closed = False
         self._queues = SessionQueues(self._run, max_sessions=max_sessions)
+        # The refresh after an outcome runs beside the session's next command, not
+        # before it: concurrent refreshes coalesce into one publication (RefreshBatches),
+        # and a session already waiting for one does not queue another.
+        self._after = ThreadPoolExecutor(max_workers=max_sessions, thread_name_prefix="agentctl-refresh")
+        self._after_lock = threading.Lock()
+        self._after_queued: set[tuple[str, str]] = set()
+        self._after_futures: set[Future[None]] = set()
 
     # ---- admission ---------------------------------------------------------------------
 
@@ -147,6 +157,7 @@ class CommandWorker:
         with self._handle_lock:
             pass
         self._queues.wait_idle()
+        self._wait_for_refreshes()
         with self._failures_lock:
             failures, self._failures = self._failures, []
         if failures:
@@ -160,6 +171,7 @@ class CommandWorker:
             self.drain()
         finally:
             self._queues.close()
+            self._after.shutdown(wait=True)
 
     # ---- one command -------------------------------------------------------------------
 
@@ -317,7 +329,7 @@ class CommandWorker:
         if self._publish_everywhere(receipt, errors) and stored:
             self._published(receipt, errors)
         if driver is not None:
-            self._refresh_all(driver, receipt.native_session_id)
+            self._refresh_after(driver, receipt.native_session_id)
         if errors:
             first = errors[0]
             raise CodedError(
@@ -357,6 +369,34 @@ class CommandWorker:
                 self.on_receipt(receipt)
             except Exception:
                 log.exception("the receipt callback failed for command %s", receipt.command_id)
+
+    def _refresh_after(self, driver: AgentDriver, native_session_id: str) -> None:
+        """Refresh the session on every target after an outcome, in the background."""
+        key = (driver.source.id, native_session_id)
+        with self._after_lock:
+            if key in self._after_queued:
+                return  # a refresh not started yet will read the session as it is then
+            self._after_queued.add(key)
+            future = self._after.submit(self._run_after, key, driver, native_session_id)
+            self._after_futures.add(future)
+        future.add_done_callback(self._after_done)
+
+    def _run_after(self, key: tuple[str, str], driver: AgentDriver, native_session_id: str) -> None:
+        with self._after_lock:
+            self._after_queued.discard(key)  # from now on a new outcome queues another
+        self._refresh_all(driver, native_session_id)
+
+    def _after_done(self, future: Future[None]) -> None:
+        with self._after_lock:
+            self._after_futures.discard(future)
+
+    def _wait_for_refreshes(self) -> None:
+        while True:
+            with self._after_lock:
+                pending = list(self._after_futures)
+            if not pending:
+                return
+            wait(pending)
 
     def _refresh_all(self, driver: AgentDriver, native_session_id: str) -> None:
         for target in self.targets:

@@ -71,6 +71,15 @@ def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, An
 
 
 def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
+    """The index as it is now. When it is still the one this process last committed
+    (the three cells at the versions that commit gave them), that commit's values are
+    used instead of reading and hydrating every row again: a session refresh after a
+    command then costs what its own session costs, not what the whole index does."""
+    committed: PriorIndex | None = target.committed.get(cells.all)
+    if committed is not None and not changed_since(
+        target, committed.versions[cells.all], {*committed.versions, *(link.id for link in committed.row_links.values())}
+    ):
+        return _copy(committed)
     prior = PriorIndex()
     value, document = read_complete_index(target, cells)
     prior.versions[cells.all] = document.seq if document is not None else 0
@@ -96,12 +105,23 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
-    """No index or ordering cell moved since `prior` was read (three reads, no rows)."""
-    for cell, seen in prior.versions.items():
-        document = target.store.read(target.space, cell)
-        if (document.seq if document is not None else 0) != seen:
-            return False
-    return True
+    """No index or ordering cell moved since `prior` was read (three version reads)."""
+    return all(target.store._read_version(target.space, cell) == seen for cell, seen in prior.versions.items())
+
+
+def changed_since(target: GraphTarget, seq: int, cells: set[str]) -> bool:
+    """Whether any of `cells` was written after `seq` (by anyone: the change feed)."""
+    return any(cell in cells for cell, _ in target.store.changes_since(target.space, seq))
+
+
+def _copy(prior: PriorIndex) -> PriorIndex:
+    """A prior a publication may use as its own: containers copied, rows shared (a
+    publication copies a row before it changes it)."""
+    return PriorIndex(
+        rows=dict(prior.rows), sources=list(prior.sources), checkouts=list(prior.checkouts),
+        generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
+        dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links),
+    )
 
 
 def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str, Link]:
@@ -149,8 +169,7 @@ def commit_indexes(
     changed = _changed(target, children)
     with target.store.transaction(space, target.writer) as tx:
         for cell, seen in prior.versions.items():
-            document = tx.read(cell)
-            now = document.seq if document is not None else 0
+            now = tx.observe(cell)
             if now != seen:
                 raise IndexConflict(
                     "publication-conflict",
@@ -161,8 +180,26 @@ def commit_indexes(
         for graph in graphs:
             tx.write(graph.root.id, graph.root.value, target.labels)
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
-        tx.commit()
+        seq = tx.commit()
+    target.committed[cells.all] = _committed(cells, complete, ordering, graphs[1], seq)
     return len(changed) + len(graphs) + 1
+
+
+def _committed(
+    cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
+) -> PriorIndex:
+    """What `read_prior` would read back right after this commit."""
+    rows = {row["key"]: row for row in complete["sessions"]}
+    links = graph.root.value["sessions"]
+    return PriorIndex(
+        rows=rows,
+        sources=list(complete["sources"]),
+        checkouts=list(complete["checkouts"]),
+        generation=complete["generation"],
+        versions={cells.all: seq, cells.recent: seq, cells.ordering: seq},
+        ordering=ordering,
+        row_links={row["key"]: link for row, link in zip(complete["sessions"], links, strict=True)},
+    )
 
 
 def _plan_index(

@@ -6,17 +6,20 @@ its producer's queue when named) holding `receipt.to_wire()`. The receipt index
 last, each linking its receipt cell; a row's identity is (producer, commandId), so
 republishing a command removes its row and appends the new one.
 
-Every write of the index is one read-modify-commit under the target's publish lock
-(`target.lock`): in one process receipts, health and index commits take turns, and
-between processes the lock is the store's. The receipt cell and the index commit in
-one transaction, so a reader never sees a row whose receipt was not written. A
-ConflictError (a writer that does not take the lock moved a cell this commit read) is
-retried a few times.
+Receipt writes are group-committed (`ReceiptCommits`): writes arriving while a commit
+is on its way share the next one, so concurrent commands share one index rewrite. A
+commit is one read-modify-commit under the target's receipts lock
+(`target.receipts_lock`, the store's `receipts` lock: processes take turns). It is not
+the publish lock: receipt cells and session index cells are disjoint, so a receipt
+never waits behind a session index commit (a long `sync` delays no receipt). The
+receipt cells and the index commit in one transaction, so a reader never sees a row
+whose receipt was not written. A ConflictError (a writer that does not take the lock
+moved a cell this commit read) is retried a few times.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,7 @@ from lib.fabric.cell_id import cell_id, command_receipt_cause, link_to, receipts
 from lib.fabric.graph_commit import stage_graph
 from lib.fabric.graph_plan import PlannedGraph, plan_graph
 from lib.fabric.graph_read import GraphReadError, read_graph_value
+from lib.fabric.index_store import changed_since
 from lib.fabric.schemas import (
     COMMAND_RECEIPT_ARRAY_SCOPE,
     COMMAND_RECEIPTS_SCHEMA,
@@ -190,7 +194,7 @@ def _read_index(target: FabricTarget) -> Any:
 
 def publish_receipt(target: FabricTarget, receipt: CommandReceipt) -> None:
     """Write the receipt cell (replacing it) and its index row, in one commit."""
-    _commit_with_index(target, receipt, lambda tx, cell: None)
+    target.receipt_commits.submit(ReceiptWrite(receipt, claim=False))
 
 
 def claim_receipt(target: FabricTarget, receipt: CommandReceipt) -> bool:
@@ -204,20 +208,74 @@ def claim_receipt(target: FabricTarget, receipt: CommandReceipt) -> bool:
     cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
     if target.store.read(target.space, cell) is not None:
         return False
-    try:
-        _commit_with_index(target, receipt, lambda tx, root: tx.require_absent(root))
-    except PreconditionFailed:
-        if target.store.read(target.space, cell) is not None:
-            return False
-        raise
-    return True
+    return target.receipt_commits.submit(ReceiptWrite(receipt, claim=True))
+
+
+@dataclass(eq=False)
+class ReceiptWrite:
+    """One receipt to write; a claim only where the command has no receipt yet.
+    `accepted` is the outcome: False for a claim another receipt was already there for."""
+
+    receipt: CommandReceipt
+    claim: bool
+    accepted: bool = True
+
+
+class ReceiptCommits:
+    """The receipt writes of one target, committed together (a group commit): writes
+    that arrive while a commit is on its way wait and go into the next one, so
+    concurrent commands share one index rewrite and one store commit. Each caller
+    returns once its own write is committed, or raises what its commit raised."""
+
+    def __init__(self, target: FabricTarget) -> None:
+        self._target = target
+        self._turn = threading.Condition()
+        self._queued: list[ReceiptWrite] = []
+        self._committing = False
+        self._next_batch = 1
+        self._done = 0
+        self._errors: dict[int, BaseException] = {}
+
+    def submit(self, write: ReceiptWrite) -> bool:
+        with self._turn:
+            self._queued.append(write)
+            mine = self._next_batch
+            while self._done < mine and self._committing:
+                self._turn.wait()
+            if self._done < mine:
+                self._committing = True
+                batch, self._queued = self._queued, []
+                number = self._next_batch
+                self._next_batch += 1
+            else:
+                batch = []
+        if batch:
+            error: BaseException | None = None
+            try:
+                commit_receipts(self._target, batch)
+            except BaseException as exc:  # handed to every writer of the batch
+                error = exc
+            with self._turn:
+                self._committing = False
+                self._done = number
+                if error is not None:
+                    self._errors[number] = error
+                for old in [n for n in self._errors if n < number - 64]:
+                    del self._errors[old]
+                self._turn.notify_all()
+        with self._turn:
+            error = self._errors.get(mine)
+        if error is not None:
+            raise error
+        return write.accepted
 
 
 @dataclass
 class IndexCache:
     """The index as this process last committed it: its root's version, its rows and the
     link to each row's cell. While the root is still at that version nobody else wrote
-    it, so the next commit plans and writes only the new row and the root: no 200 rows
+    it (nor any row cell: the change feed says), so the next commit plans and writes only
+    the new rows and the root: no 200 rows
     re-read, re-validated or re-planned (a row's cell is named by its command, not its
     position, so the other rows' links stay as they are)."""
 
@@ -226,57 +284,73 @@ class IndexCache:
     links: list[Link]
 
 
-def _commit_with_index(
-    target: FabricTarget,
-    receipt: CommandReceipt,
-    precondition: Callable[[Transaction, str], None],
-) -> None:
-    receipt_graph = plan_receipt(target.space, target.owner, receipt)
-    with target.lock:
+def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
+    """Write the receipts and their index rows in one commit, under the publish lock. A
+    claim whose command already has a receipt is left out (`accepted` False)."""
+    with target.receipts_lock:
         for attempt in range(ATTEMPTS):
             try:
                 with target.store.transaction(target.space, target.writer) as tx:
                     # in the read set: a writer that moves the index root fails this commit
                     version = tx.observe(target.receipt_cell_id())
-                    precondition(tx, receipt_graph.root.id)
-                    stage_graph(target.store, tx, receipt_graph, target.labels)
+                    rows = []
+                    for write in writes:
+                        graph = plan_receipt(target.space, target.owner, write.receipt)
+                        if write.claim:
+                            # read, so a claim committed meanwhile fails this commit
+                            write.accepted = tx.read(graph.root.id) is None
+                            if not write.accepted:
+                                continue
+                            tx.require_absent(graph.root.id)
+                        stage_graph(target.store, tx, graph, target.labels)
+                        rows.append(index_row(target, write.receipt))
+                    if not rows:
+                        return
                     cached = target.receipt_index_cache
-                    row = index_row(target, receipt)
                     cache = None
-                    if cached is not None and cached.version == version:
-                        cache = _stage_row(target, tx, cached, row)
+                    if cached is not None and cached.version == version and not changed_since(
+                        target.graphs, version, {link.id for link in cached.links}
+                    ):
+                        cache = _stage_rows(target, tx, cached, rows)
                     if cache is None:
-                        cache = _stage_whole_index(target, tx, row)
+                        cache = _stage_whole_index(target, tx, rows)
                     cache.version = tx.commit()
                 target.receipt_index_cache = cache
                 return
-            except ConflictError:
+            except (ConflictError, PreconditionFailed):
+                # another writer (one that does not take the lock) moved a cell: read again
                 target.receipt_index_cache = None
                 if attempt == ATTEMPTS - 1:
                     raise
 
 
-def _stage_whole_index(target: FabricTarget, tx: Transaction, row: dict[str, Any]) -> IndexCache:
-    """Read and validate the stored index, and stage it with `row` appended."""
-    rows = with_row(read_index_rows(target), row)
-    graph = _plan_index(target, rows)
+def _stage_whole_index(target: FabricTarget, tx: Transaction, rows: list[dict[str, Any]]) -> IndexCache:
+    """Read and validate the stored index, and stage it with `rows` appended."""
+    merged = read_index_rows(target)
+    for row in rows:
+        merged = with_row(merged, row)
+    graph = _plan_index(target, merged)
     stage_graph(target.store, tx, graph, target.labels)
-    return IndexCache(0, rows, list(graph.root.value["receipts"]))
+    return IndexCache(0, merged, list(graph.root.value["receipts"]))
 
 
-def _stage_row(target: FabricTarget, tx: Transaction, cache: IndexCache, row: dict[str, Any]) -> IndexCache | None:
-    """Stage `row` and the root from the cache; None when another kept row shares its
+def _stage_rows(
+    target: FabricTarget, tx: Transaction, cache: IndexCache, rows: list[dict[str, Any]]
+) -> IndexCache | None:
+    """Stage `rows` and the root from the cache; None when two rows (kept or new) share a
     command id (their cells' identities then depend on each other: plan it whole)."""
-    kept = [(r, link) for r, link in zip(cache.rows, cache.links, strict=True) if row_identity(r) != row_identity(row)]
-    if any(r["commandId"] == row["commandId"] for r, _ in kept):
+    fresh = {row_identity(row): row for row in rows}  # a command written twice: its last
+    kept = [(r, link) for r, link in zip(cache.rows, cache.links, strict=True) if row_identity(r) not in fresh]
+    ids = [r["commandId"] for r, _ in kept] + [identity[1] for identity in fresh]
+    if len(set(ids)) != len(ids):
         return None
-    kept = kept[-(MAX_ROWS - 1):]
-    single = _plan_index(target, [row])
-    *nested, row_cell = single.children
-    stage_graph(target.store, tx, PlannedGraph(single.space, row_cell, tuple(nested)), target.labels)
-    links = [link for _, link in kept] + list(single.root.value["receipts"])
-    tx.write(single.root.id, {**single.root.value, "receipts": links})  # keeps the root's labels
-    return IndexCache(0, [r for r, _ in kept] + [row], links)  # a new one: the commit may fail
+    planned = _plan_index(target, list(fresh.values()))
+    stage_graph(target.store, tx, PlannedGraph(planned.space, planned.children[-1], tuple(planned.children[:-1])),
+                target.labels)
+    links = ([link for _, link in kept] + list(planned.root.value["receipts"]))[-MAX_ROWS:]
+    tx.write(planned.root.id, {**planned.root.value, "receipts": links})  # keeps the root's labels
+    kept_rows = ([r for r, _ in kept] + list(fresh.values()))[-MAX_ROWS:]
+    return IndexCache(0, kept_rows, links)  # a new one: the commit may fail
 
 
 def _plan_index(target: FabricTarget, rows: list[dict[str, Any]]) -> PlannedGraph:

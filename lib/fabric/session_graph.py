@@ -13,7 +13,7 @@ a publication that dies midway leaves only unreachable new cells behind.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lib.fabric.cell_id import cell_id, session_chunk_cause, session_version_cause
@@ -48,6 +48,8 @@ class GraphTarget:
     owner: str
     writer: str
     labels: Labels
+    # index_store's memory of the index this process last committed (see read_prior)
+    committed: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from lib.errors import CodedError, ExitCode
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
 PUBLISH_LOCK = "publish"
+RECEIPTS_LOCK = "receipts"
 
 OnWait = Callable[[dict[str, Any] | None], None]
 

@@ -11,8 +11,10 @@
 Index commits are serialised by the publish lock, `store.lock(space, "publish")`: one
 object per target (threads of this process take turns) that every process using the
 store shares (processes take turns). A publication holds it only while it reads the
-prior index and while it commits the new one. Opening only reads unless a root is missing; a
-read-only target never writes and never waits for a writer.
+prior index and while it commits the new one. Receipt writes take the `receipts` lock
+instead (receipt_cells.py): their cells are not the indexes', so a receipt never waits
+for a session index commit. Opening only reads unless a root is missing; a read-only
+target never writes and never waits for a writer.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from lib.fabric.schemas import (
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.store import Labels, Store, Transaction
 from lib.fabric.store_errors import ConflictError, PreconditionFailed
-from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, OnWait
+from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, RECEIPTS_LOCK, OnWait
 from lib.fabric.target_errors import TargetError
 from lib.git_context import GitContextResolver, GitObservation
 from lib.receipts import CommandReceipt
@@ -142,7 +144,9 @@ class FabricTarget:
         self.cells = IndexCells.of(space, owner)
         self.graphs = GraphTarget(store, space, owner, self.writer, self.labels)
         self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
-        self.receipt_index_cache: Any = None  # receipt_cells.IndexCache, kept under self.lock
+        self.receipts_lock = store.lock(space, RECEIPTS_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
+        self.receipt_index_cache: Any = None  # receipt_cells.IndexCache, kept under receipts_lock
+        self.receipt_commits = receipt_cells.ReceiptCommits(self)
         self.queues = CommandQueues(self)
 
     # -- opening -----------------------------------------------------------------------

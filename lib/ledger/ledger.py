@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,16 @@ from lib.ledger.receipts import InvalidReceipt, from_stored, to_stored
 
 LEDGER_SCHEMA = "commonfabric.agent-connector.command-ledger"
 MAX_SAFE_INTEGER = 2**53 - 1
+# Settled receipts (terminal and published) kept; older ones are dropped, oldest
+# completion first. The file is rewritten whole on every write, so it must not grow
+# with every command ever run; a command redelivered after its receipt left the ledger
+# is still never run again: the worker finds its receipt in the store first.
+MAX_SETTLED = 256
 _FIELDS = {"schema", "generation", "receipts", "pendingPublicationCommandIds"}
+
+
+Receipts = dict[str, dict[str, Any]]
+Change = Callable[[Receipts, list[str]], tuple[Receipts, list[str]] | None]
 
 
 class _State:
@@ -104,6 +114,18 @@ def parse_ledger(data: bytes, where: str) -> _State:
     return _State(generation, receipts, list(pending))
 
 
+def _settled_kept(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]]:
+    """`receipts` without the settled ones beyond MAX_SETTLED (oldest completion first);
+    a receipt awaiting publication or still in flight is always kept."""
+    waiting = set(pending)
+    settled = [cid for cid, r in receipts.items() if cid not in waiting and r.get("status") != "in-flight"]
+    if len(settled) <= MAX_SETTLED:
+        return receipts, pending
+    settled.sort(key=lambda cid: (receipts[cid].get("completedAt") or "", cid))
+    dropped = set(settled[: len(settled) - MAX_SETTLED])
+    return {cid: r for cid, r in receipts.items() if cid not in dropped}, pending
+
+
 class CommandLedger:
     """Receipts kept on disk, with the set awaiting publication. Thread-safe."""
 
@@ -111,9 +133,17 @@ class CommandLedger:
         self.path = path
         self.previous_path = path.with_name(path.name + ".previous")
         self._lock_fd: int | None = lock_fd
-        self._state = state
+        self._state = state  # what is on disk
         self._active = active
         self._mutex = threading.Lock()
+        # Group commit: changes queue here while a write is on its way to disk; the
+        # next writer applies them all and writes once (one fsync for many threads).
+        self._turn = threading.Condition(self._mutex)
+        self._queued: list[Change] = []
+        self._writing = False
+        self._next_batch = 1
+        self._done = 0
+        self._errors: dict[int, BaseException] = {}
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
@@ -159,6 +189,8 @@ class CommandLedger:
 
     def close(self) -> None:
         with self._mutex:
+            while self._writing:
+                self._turn.wait()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
@@ -174,15 +206,61 @@ class CommandLedger:
             raise LedgerError("ledger-closed", f"command ledger {self.path} is closed")
         return self._state
 
-    def _commit(self, receipts: dict[str, dict[str, Any]], pending: list[str]) -> None:
-        """Write the next generation to the inactive slot; memory changes only after it is on disk."""
-        current = self._open_state()
-        if current.generation >= MAX_SAFE_INTEGER:
+    def _change(self, change: Change) -> None:
+        """Apply `change` and make it durable before returning. Changes from threads that
+        arrive while a write is on its way go to disk together in the next one; a failed
+        write fails its changes (memory keeps what is on disk) and not the next ones."""
+        with self._turn:
+            self._open_state()
+            self._queued.append(change)
+            mine = self._next_batch
+            while self._done < mine and self._writing:
+                self._turn.wait()
+            if self._done >= mine:
+                error = self._errors.get(mine)
+                if error is not None:
+                    raise error
+                return
+            self._writing = True
+            changes, self._queued = self._queued, []
+            number = self._next_batch
+            self._next_batch += 1
+            base = self._state
+        written: tuple[_State, Path] | None = None
+        error: BaseException | None = None
+        try:
+            written = self._write(base, changes)
+        except BaseException as exc:
+            error = exc
+        with self._turn:
+            if written is not None:
+                self._state, self._active = written
+            self._writing = False
+            self._done = number
+            if error is not None:
+                self._errors[number] = error
+            for old in [n for n in self._errors if n < number - 64]:
+                del self._errors[old]  # their callers have long returned
+            self._turn.notify_all()
+        if error is not None:
+            raise error
+
+    def _write(self, base: _State, changes: list[Change]) -> tuple[_State, Path] | None:
+        """The next generation with `changes` applied, written to the inactive slot
+        (None when they change nothing)."""
+        receipts, pending, changed = base.receipts, base.pending, False
+        for change in changes:
+            out = change(receipts, pending)
+            if out is not None:
+                (receipts, pending), changed = out, True
+        if not changed:
+            return None
+        if base.generation >= MAX_SAFE_INTEGER:
             raise LedgerError("ledger-write-failed", f"command ledger {self.path} generation is exhausted")
-        state = _State(current.generation + 1, receipts, pending)
+        state = _State(base.generation + 1, receipts, pending)
         target = self.previous_path if self._active == self.path else self.path
         files.write_durably(target, state.render())
-        self._state, self._active = state, target
+        return state, target
 
     @property
     def generation(self) -> int:
@@ -199,18 +277,20 @@ class CommandLedger:
         """Store `receipt` (validated, copied) and mark it pending publication."""
         stored = to_stored(receipt)
         cid = stored["commandId"]
-        with self._mutex:
-            state = self._open_state()
-            receipts = dict(state.receipts)
-            receipts[cid] = stored
-            self._commit(receipts, [p for p in state.pending if p != cid] + [cid])
+
+        def store(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]]:
+            return _settled_kept({**receipts, cid: stored}, [p for p in pending if p != cid] + [cid])
+
+        self._change(store)
 
     def mark_published(self, command_id: str) -> None:
         """Clear the pending-publication marker of `command_id` (nothing when it has none)."""
-        with self._mutex:
-            state = self._open_state()
-            if command_id in state.pending:
-                self._commit(state.receipts, [p for p in state.pending if p != command_id])
+        def clear(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]] | None:
+            if command_id not in pending:
+                return None
+            return _settled_kept(receipts, [p for p in pending if p != command_id])
+
+        self._change(clear)
 
     def pending_publication_count(self) -> int:
         """How many receipts await publication (never their contents)."""

@@ -257,3 +257,18 @@ def test_receipts_are_plain_wire_values_in_their_cells(tmp_path: Path) -> None:
     target.publish_receipt(receipt("c1"))
     stored = env.store.read(SPACE, receipt_cell_id(SPACE, target.owner, "c1")).value
     assert stored["schema"] == RECEIPT_SCHEMA and stored["commandId"] == "c1"
+
+
+def test_a_row_another_writer_changed_is_read_again_not_taken_from_memory(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    target = env.target()
+    target.publish_receipt(receipt("c1"))
+    target.publish_receipt(receipt("c2"))
+    row_cell = env.store.read(SPACE, target.receipt_cell_id()).value["receipts"][0].id
+    with env.store.transaction(SPACE, target.writer) as tx:  # only the row cell, not the root
+        tx.write(row_cell, {"commandId": "c1", "status": "garbled"})
+        tx.commit()
+    target.publish_receipt(receipt("c3"))  # the remembered index is stale: read and check it
+    stored = env.store.read(SPACE, target.receipt_cell_id()).value["receipts"]
+    assert row_cell not in {link.id for link in stored}  # the garbled row was not carried on
+    assert ids(target) == [(None, "c2"), (None, "c3")]

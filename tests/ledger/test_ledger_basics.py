@@ -105,8 +105,41 @@ def test_threads_serialize_writes_and_every_commit_counts(tmp_path: Path):
             t.start()
         for t in threads:
             t.join()
-        assert ledger.generation == 80
+        # each thread waits for its own 20 changes in turn; concurrent ones may share a write
+        assert 20 <= ledger.generation <= 80
         assert ledger.pending_publication_count() == 0 and len(ledger.receipts()) == 40
+    with CommandLedger.open(tmp_path / "l.json") as reopened:  # every change reached the disk
+        assert reopened.pending_publication_count() == 0 and len(reopened.receipts()) == 40
+
+
+def test_fake_slow_disk_changes_arriving_during_a_write_share_the_next_write(tmp_path: Path, monkeypatch):
+    from lib.ledger import files
+
+    with CommandLedger.open(tmp_path / "l.json") as ledger:
+        start = ledger.generation
+        real = files.write_durably
+        first = threading.Event()
+        release = threading.Event()
+
+        def slow(path, data):  # noqa: ANN001 - the first write waits until every thread queued
+            if not first.is_set():
+                first.set()
+                assert release.wait(30)
+            real(path, data)
+
+        monkeypatch.setattr(files, "write_durably", slow)
+        threads = [threading.Thread(target=ledger.put, args=(receipt(f"c{n}"),)) for n in range(8)]
+        threads[0].start()
+        assert first.wait(30)
+        for t in threads[1:]:
+            t.start()
+        while len(ledger._queued) < 7:  # the other seven are queued behind the first write
+            threading.Event().wait(0.005)
+        release.set()
+        for t in threads:
+            t.join()
+        assert ledger.generation == start + 2  # the first write, then one for the other seven
+        assert len(ledger.receipts()) == 8
 
 
 def test_a_second_process_holder_is_refused_and_a_closed_ledger_refuses_use(tmp_path: Path):
@@ -120,3 +153,22 @@ def test_a_second_process_holder_is_refused_and_a_closed_ledger_refuses_use(tmp_
         ledger.put(receipt())
     assert closed.value.code == "ledger-closed"
     CommandLedger.open(path).close()
+
+
+def test_the_ledger_keeps_the_newest_settled_receipts_and_every_unsettled_one(tmp_path: Path):
+    from lib.ledger.ledger import MAX_SETTLED
+
+    with CommandLedger.open(tmp_path / "l.json") as ledger:
+        ledger.put(receipt("waiting", status="failed", completedAt="2026-01-01T00:00:00.000Z"))  # never published
+        ledger.put(receipt("running", status="in-flight"))
+        for n in range(MAX_SETTLED + 40):
+            cid = f"done-{n:04d}"
+            ledger.put(receipt(cid, completedAt=f"2026-01-02T00:{n // 60:02d}:{n % 60:02d}.000Z"))
+            ledger.mark_published(cid)
+        kept = {r["commandId"] for r in ledger.receipts()}
+    assert {"waiting", "running"} <= kept
+    settled = sorted(cid for cid in kept if cid.startswith("done-"))
+    assert len(settled) == MAX_SETTLED
+    assert settled[0] == "done-0040"  # the 40 oldest completions left the file
+    with CommandLedger.open(tmp_path / "l.json") as reopened:
+        assert reopened.pending_publication_count() == 2  # "waiting" and "running"

@@ -84,3 +84,21 @@ def test_recovery_publishes_an_interrupted_claim_as_unknown(tmp_path: Path):
         worker.close()
         ledgers.close()
     assert driver.calls_of("prompt") == []
+
+
+def test_a_command_whose_receipt_left_the_ledger_is_still_never_run_again(tmp_path: Path):
+    from lib.ledger.ledger import MAX_SETTLED
+
+    env = make_env(tmp_path)
+    driver = ScriptedDriver(snapshots=[make_snapshot("s1")])
+    worker = worker_over(env.target(), driver, tmp_path / "ledgers")
+    worker.handle([command(f"r{n}", "rename", title=f"t{n}") for n in range(MAX_SETTLED + 5)])
+    worker.drain()
+    assert worker.ledgers.get("r0") is None  # dropped from the ledger as one of the oldest
+    worker.close()
+    worker.ledgers.close()
+    again = worker_over(env.target(), driver, tmp_path / "ledgers")  # a restart: no in-process memory
+    again.handle([command("r0", "rename", title="t0")])  # redelivered
+    again.close()
+    again.ledgers.close()
+    assert [call[1:] for call in driver.calls_of("rename")].count(("s1", "t0")) == 1

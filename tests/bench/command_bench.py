@@ -1,0 +1,267 @@
+"""Benchmark section: the command path, from a submitted command to its terminal receipt.
+
+An instant driver (the scripted one: a prompt appends its exchange and succeeds at once)
+stands in for the provider, so what is measured is agentctl's own path: the queue append,
+the change feed, the ledger's durable writes, the claim and receipt commits, the session
+refreshes. Everything else is real: a file-backed SQLite store, the worker's threads,
+the per-queue ledger on disk.
+
+- latency in one process: append to the queue, the executor's subscription delivers
+  it, the terminal receipt is published (the observer fires); one command at a time.
+- latency across processes: the executor is another process (`command_bench executor`),
+  the submitter appends and polls for the receipt as `agentctl command prompt` does.
+- throughput: 1,000 commands across 50 sessions handed to the worker as deliveries,
+  then one command at a time again: the 1,000th no slower than the 10th.
+
+Targets: one-process median <= 50 ms; >= 200 commands/s; latency after 1,000 commands
+<= 1.25x latency after 10 (flat as the ledger and receipt history grow).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.bench.measure import clock, run_child
+
+LATENCY_TARGET_MS = 50.0
+THROUGHPUT_TARGET = 200.0
+FLAT_RATIO = 1.25
+SESSIONS = 50
+GUARD_SECONDS = 120
+
+
+def _instant_driver_class() -> Any:
+    from lib.types import CommandExecutionResult
+    from tests.support.scripted_driver import ScriptedDriver
+
+    class InstantDriver(ScriptedDriver):
+        """A provider that answers at once and whose session does not grow: what grows
+        in this bench is agentctl's own history (ledger, receipts), not the transcript
+        every refresh re-reads (that cost is the sync benchmarks')."""
+
+        def prompt(self, native_session_id, input, options=None):  # noqa: ANN001, A002
+            if options is not None and options.on_cancellation_ready is not None:
+                options.on_cancellation_ready()
+            if options is not None and options.on_session_active is not None:
+                options.on_session_active()
+            return CommandExecutionResult(status="succeeded", provider_operation_id="turn",
+                                          result={"reply": "ok"})
+
+    return InstantDriver
+
+
+class Setup:
+    """A target, a ledger directory, an instant driver and a worker, in one folder."""
+
+    def __init__(self, folder: Path, *, sessions: int = SESSIONS) -> None:
+        from lib.fabric.identity import load_or_create_identity
+        from lib.fabric.store import open_store
+        from lib.fabric.target import FabricTarget
+        from lib.ledger import CommandLedgers
+        from lib.pipeline.refresh_batches import RefreshBatches
+        from lib.worker import CommandWorker
+        from tests.support.sessions import make_snapshot
+
+        InstantDriver = _instant_driver_class()  # noqa: N806
+
+        self.owner = load_or_create_identity(folder / "identity.json").did
+        self.url = f"sqlite:///{folder / 'fabric.db'}"
+        self.target = FabricTarget.open(open_store(self.url), space=self.owner, owner=self.owner)
+        self.target.bind_command_cell(self.target.command_cell_id(), self.target.writer)
+        self.sessions = [f"s{n}" for n in range(sessions)]
+        self.driver = InstantDriver(source_id="scripted", snapshots=[make_snapshot(s) for s in self.sessions])
+        self.ledgers = CommandLedgers(folder / "ledgers")
+        self._done: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.worker = CommandWorker(
+            {"scripted": self.driver}, [self.target], self.ledgers, self._receipt,
+            owner_did=self.owner, refresh=RefreshBatches().refresh, sole_executor=True,
+        )
+
+    def _receipt(self, receipt: Any) -> None:
+        with self._lock:
+            event = self._done.setdefault(receipt.command_id, threading.Event())
+        event.set()
+
+    def done(self, command_id: str) -> threading.Event:
+        with self._lock:
+            return self._done.setdefault(command_id, threading.Event())
+
+    def command(self, session: str, text: str = "hello") -> Any:
+        from lib.commands import COMMAND_SCHEMA, parse_command
+
+        return parse_command({
+            "schema": COMMAND_SCHEMA, "ownerDid": self.owner, "id": str(uuid.uuid4()),
+            "createdAt": "2026-12-01T00:00:00.000Z", "sourceId": "scripted",
+            "nativeSessionId": session, "type": "prompt", "payload": {"text": text},
+        })
+
+    def close(self) -> None:
+        self.worker.close()
+        self.ledgers.close()
+        self.target.store.close()
+
+
+def _queued_latencies(setup: Setup, count: int) -> list[float]:
+    """Append one command at a time; seconds until its terminal receipt is published."""
+    subscription = setup.target.subscribe_commands(lambda d: setup.worker.handle(d.value, d.producer))
+    latencies = []
+    try:
+        for n in range(count):
+            command = setup.command(setup.sessions[n % len(setup.sessions)])
+            start = clock()
+            setup.target.append_command(command)
+            subscription.wake()
+            if not setup.done(command.id).wait(GUARD_SECONDS):
+                raise RuntimeError(f"no receipt for {command.id}")
+            latencies.append(clock() - start)
+    finally:
+        subscription.close()
+    return latencies
+
+
+def one_process_latency(count: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = Setup(Path(tmp))
+        try:
+            return {"latencies": _queued_latencies(setup, count)}
+        finally:
+            setup.close()
+
+
+def _handed_latencies(setup: Setup, count: int) -> list[float]:
+    """One command at a time handed straight to the worker (no queue): the worker's own path."""
+    latencies = []
+    for n in range(count):
+        command = setup.command(setup.sessions[n % len(setup.sessions)])
+        start = clock()
+        setup.worker.handle([command.to_wire()])
+        if not setup.done(command.id).wait(GUARD_SECONDS):
+            raise RuntimeError(f"no receipt for {command.id}")
+        latencies.append(clock() - start)
+    return latencies
+
+
+def throughput(total: int) -> dict[str, Any]:
+    """`total` commands across the sessions, all handed at once; latency at 10 and after."""
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = Setup(Path(tmp))
+        try:
+            early = _handed_latencies(setup, 10)
+            commands = [setup.command(setup.sessions[n % len(setup.sessions)]) for n in range(total)]
+            start = clock()
+            for command in commands:
+                setup.worker.handle([command.to_wire()])
+            for command in commands:
+                if not setup.done(command.id).wait(GUARD_SECONDS):
+                    raise RuntimeError(f"no receipt for {command.id}")
+            seconds = clock() - start
+            late = _handed_latencies(setup, 10)
+            ledger_bytes = sum(p.stat().st_size for p in (Path(tmp) / "ledgers").glob("*.json"))
+            return {"seconds": seconds, "early": early, "late": late, "ledgerBytes": ledger_bytes}
+        finally:
+            setup.close()
+
+
+def executor(folder: str) -> None:
+    """The other process of the cross-process measure: follow the queue until stdin closes."""
+    setup = Setup(Path(folder))
+    subscription = setup.target.subscribe_commands(lambda d: setup.worker.handle(d.value, d.producer))
+    print("ready", flush=True)
+    sys.stdin.read()
+    subscription.close()
+    setup.close()
+
+
+def cross_process_latency(count: int) -> dict[str, Any]:
+    from lib.command_submit import wait_for_receipt
+    from lib.fabric.identity import load_or_create_identity
+    from lib.fabric.store import open_store
+    from lib.fabric.target import FabricTarget
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        owner = load_or_create_identity(folder / "identity.json").did
+        target = FabricTarget.open(open_store(f"sqlite:///{folder / 'fabric.db'}"), space=owner, owner=owner)
+        child = subprocess.Popen([sys.executable, "-m", "tests.bench.command_bench", "executor", tmp],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+            from lib.commands import COMMAND_SCHEMA, parse_command
+
+            latencies = []
+            for n in range(count):
+                command = parse_command({
+                    "schema": COMMAND_SCHEMA, "ownerDid": owner, "id": str(uuid.uuid4()),
+                    "createdAt": "2026-12-01T00:00:00.000Z", "sourceId": "scripted",
+                    "nativeSessionId": f"s{n % SESSIONS}", "type": "prompt", "payload": {"text": "hi"},
+                })
+                start = clock()
+                target.append_command(command)
+                receipt = wait_for_receipt(target, command.id)
+                latencies.append(clock() - start)
+                assert receipt is not None and receipt.status == "succeeded"
+        finally:
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(GUARD_SECONDS)
+            target.store.close()
+    return {"latencies": latencies}
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.1f}"
+
+
+def _p95(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f}"
+
+
+def run(report: Any) -> None:
+    count = 40 if report.quick else 100
+    total = 300 if report.quick else 1000
+    local = run_child("tests.bench.command_bench", "one_process_latency", count)["latencies"]
+    remote = run_child("tests.bench.command_bench", "cross_process_latency", count)["latencies"]
+    bulk = run_child("tests.bench.command_bench", "throughput", total)
+    rate = total / bulk["seconds"]
+    report.table(
+        "Commands: submit to terminal receipt (instant driver, SQLite, real ledger)",
+        ["measure", "commands", "median ms", "p95 ms", "commands/s"],
+        [
+            ["one process (queue, change feed, worker)", count, _ms(local), _p95(local), "-"],
+            ["across processes (executor in another process)", count, _ms(remote), _p95(remote), "-"],
+            [f"{total} across {SESSIONS} sessions at once", total, "-", "-", f"{rate:.0f}"],
+            ["one at a time after 10 commands", 10, _ms(bulk["early"]), _p95(bulk["early"]), "-"],
+            [f"one at a time after {total + 10} commands", 10, _ms(bulk["late"]), _p95(bulk["late"]), "-"],
+        ],
+    )
+    report.note(f"ledger after {total + 20} commands: {bulk['ledgerBytes'] / 1e3:.0f} kB")
+    median_local = statistics.median(local) * 1000
+    report.check("command latency, one process", median_local <= LATENCY_TARGET_MS,
+                 f"median {median_local:.1f} ms (target <= {LATENCY_TARGET_MS:.0f} ms)")
+    report.check("command throughput", rate >= THROUGHPUT_TARGET,
+                 f"{rate:.0f} commands/s (target >= {THROUGHPUT_TARGET:.0f})")
+    ratio = statistics.median(bulk["late"]) / statistics.median(bulk["early"])
+    report.check("command latency flat as history grows", ratio <= FLAT_RATIO,
+                 f"after {total + 10}: {ratio:.2f}x the latency after 10 (target <= {FLAT_RATIO}x)")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["executor"]:
+        executor(sys.argv[2])
+    else:
+        from tests.bench.run import Report
+
+        result = Report(quick="--quick" in sys.argv)
+        run(result)
+        print(result.render())
