@@ -19,13 +19,11 @@ Targets: one-process median <= 50 ms; >= 200 commands/s; latency after 1,000 com
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
