@@ -1,5 +1,5 @@
 """Command queues: binding, appending, polling and subscribing (spec "Command";
-docs/command-path.md "Queues", "Deliveries").
+docs/command-path.md "Queues stay short"; interfaces.md "Receipt cells and command queues").
 
 A queue cell holds an array of commands (inline objects, JSON strings, or links to
 cells holding one). Its labels are the policy: confidentiality the owner, integrity

@@ -301,8 +301,8 @@ class FabricTarget:
     def publish_health(self, value: Mapping[str, Any]) -> None:
         """Replace the health record with a host-defined value under the health schema.
 
-        Under the publish lock: in one process, health, receipts and index commits go
-        through one serial queue (docs/command-path.md "Locks")."""
+        Under the publish lock: health and index commits take turns (docs/command-path.md,
+        "Locks and queues for writes")."""
         self._writable("publish health")
         record = {**dict(value), "schema": HEALTH_SCHEMA, "ownerDid": self.owner}
         graph = plan_graph(
