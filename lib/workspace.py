@@ -135,9 +135,13 @@ class Workspace:
     def identity(self) -> Identity:
         """The user's Ed25519 identity, created on first use in a private file."""
         if self._identity is None:
-            path = self.identity_path or self.private_state_path() / "identity.json"
-            self._identity = load_or_create_identity(path)
+            self._identity = load_or_create_identity(self.identity_file())
         return self._identity
+
+    def identity_file(self) -> Path:
+        """Where the identity is kept: --identity, else `identity.json` in the state
+        directory (which this creates private, or checks)."""
+        return self.identity_path or self.private_state_path() / "identity.json"
 
     def clock(self) -> Callable[[], datetime] | None:
         """`AGENTCTL_CLOCK` (an ISO time) fixes the clock, for reproducible publications."""
