@@ -210,7 +210,7 @@ def config_state(path: Path) -> str:
     leaves alone); ConfigFileError when the path cannot hold a configuration file."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         _check_parents(path)
         return "absent"
     except OSError as exc:
@@ -240,7 +240,7 @@ def _check_parents(path: Path) -> None:
     for parent in path.parents:
         try:
             info = os.stat(parent)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
             raise _failure(path, exc, "check") from None
