@@ -193,7 +193,7 @@ class ConfigWriteFailed(CodedError):
 
 
 # errno values that mean "choose another path" (exit 2) rather than "the write failed" (exit 1)
-_USAGE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.EISDIR,
+_USAGE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.ENOENT, errno.EEXIST, errno.EISDIR,
                  errno.ELOOP, errno.ENAMETOOLONG}
 
 
