@@ -30,7 +30,7 @@ from lib.pipeline.refresh_batches import RefreshBatches
 from lib.receipts import CommandReceipt
 from lib.session_queues import DEFAULT_MAX_SESSIONS
 from lib.types import normalize_source_id
-from lib.worker import CommandWorker
+from lib.worker import CommandTaskFailure, CommandWorker
 from lib.workspace import Workspace
 
 EXECUTOR_LOCK = "executor"
@@ -72,10 +72,12 @@ class Executor:
         workspace: Workspace,
         *,
         on_receipt: Callable[[CommandReceipt], None] | None = None,
+        on_task_failure: Callable[[CommandTaskFailure], None] | None = None,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         self.workspace = workspace
         self._on_receipt = on_receipt
+        self._on_task_failure = on_task_failure
         self._max_sessions = max_sessions
         self.target: FabricTarget | None = None
         self.worker: CommandWorker | None = None
@@ -90,7 +92,7 @@ class Executor:
             self.pool = DriverPool(self.workspace.create_driver)
             self.worker = CommandWorker(
                 StartedDrivers(self.workspace, self.pool), [target], self.ledgers,
-                self._on_receipt, owner_did=target.owner, max_sessions=self._max_sessions,
+                self._on_receipt, self._on_task_failure, owner_did=target.owner, max_sessions=self._max_sessions,
                 refresh=RefreshBatches().refresh, sole_executor=True,
             )
             self.target = target
