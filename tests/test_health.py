@@ -4,14 +4,26 @@ publish/read round trip through a real SQLite FabricTarget."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from lib.fabric.graph_read import read_graph_value
-from lib.health import MAX_ACTIVITY, MAX_SOURCE_ERRORS, HealthView, HostHealth, published_health
+from lib.fabric.store import open_store
+from lib.health import (
+    MAX_ACTIVITY,
+    MAX_SOURCE_ERRORS,
+    HealthView,
+    HostHealth,
+    published_health,
+    read_health,
+)
 from lib.receipts import CommandReceipt, ReceiptError
+from lib.workspace import Workspace
 from tests.fabric.target_helpers import SPACE, Clock, descriptor, make_env
 
 CELLS = {"recentIndex": "of:recent", "allIndex": "of:all", "receipts": "of:receipts"}
@@ -273,3 +285,31 @@ def test_the_view_exit_codes():
     assert HealthView({**record, "status": "stopped"}, 1.0, False, None).exit_code == 1
     wire = HealthView(record, 1.5, True, holder).to_wire()
     assert wire["ageSeconds"] == 1.5 and wire["hostRunning"] is True and wire["status"] == "ready"
+
+
+def test_read_health_in_process_sees_the_lock_and_its_holder(tmp_path: Path):
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    workspace = Workspace(config_path=str(config), state_dir=str(tmp_path / "state"))
+    try:
+        assert read_health(workspace).record is None  # no store: nothing created
+        assert not (tmp_path / "state" / "fabric.sqlite3").exists()
+        h = HostHealth(pid=os.getpid(), hostname=socket.gethostname(), version="0.1.0",
+                       interval_seconds=0, cells={}, clock=Clock())
+        h.set_status("running")
+        h.admitting(True)
+        workspace.open_target().publish_health(h.record())
+        later = datetime(2026, 7, 1, 12, 0, 42, tzinfo=UTC)
+        view = read_health(workspace, now=later)
+        assert (view.status, view.age_seconds, view.lock_held, view.exit_code) == ("ready", 42.0, False, 1)
+        with open_store(workspace.resolved_store_url) as store, store.lock(workspace.space_did, "executor"):
+            view = read_health(workspace, now=later)
+            assert view.lock_held and view.host_running and view.exit_code == 0
+            assert view.lock_holder == {"pid": os.getpid(), "hostname": socket.gethostname()}
+        # the check released the lock: an executor can take it
+        with open_store(workspace.resolved_store_url) as store:
+            lock = store.lock(workspace.space_did, "executor", timeout=0)
+            lock.acquire()
+            lock.release()
+    finally:
+        workspace.close()
