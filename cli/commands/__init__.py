@@ -2,6 +2,7 @@
 
 from cli.commands.command import command_group
 from cli.commands.init import init_command
+from cli.commands.health import health_command
 from cli.commands.list import list_command
 from cli.commands.prepare import prepare_command
 from cli.commands.publish import publish_command
@@ -14,4 +15,4 @@ from cli.commands.show import show_command
 from cli.commands.sync import sync_command
 
 COMMANDS = [list_command, read_command, prepare_command, publish_command, sync_command, sessions_command, show_command,
-            command_group, receipts_command, recover_command, init_command, serve_command]
+            command_group, receipts_command, recover_command, init_command, serve_command, health_command]
