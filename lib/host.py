@@ -47,7 +47,7 @@ class CollectionRecords(RecordSink):
     def __init__(self) -> None:
         super().__init__()
         self.publication: dict[str, Any] | None = None
-        self.errors: list[dict[str, Any]] = []
+        self.problems: list[dict[str, Any]] = []
 
     def emit(self, item: Item) -> None:
         kind = kind_of(item)
@@ -55,7 +55,7 @@ class CollectionRecords(RecordSink):
             self.publication = data_of(item)
         elif kind == "error":
             record = data_of(item)
-            self.errors.append({k: record[k] for k in ("sourceId", "code", "message") if record.get(k)})
+            self.problems.append({k: record[k] for k in ("sourceId", "code", "message") if record.get(k)})
 
     def outcome(self) -> dict[str, Any]:
         publication = self.publication or {}
@@ -65,10 +65,10 @@ class CollectionRecords(RecordSink):
             for s in publication.get("sources", [])
         ]
         return {
-            "complete": not self.errors and all(s["complete"] for s in sources),
+            "complete": not self.problems and all(s["complete"] for s in sources),
             "sessionCount": publication.get("sessionCount", 0),
             "sources": sources,
-            "errors": self.errors[-20:],
+            "errors": self.problems[-20:],
         }
 
 
@@ -122,7 +122,7 @@ class Host:
             assert target is not None
             self.health = health = HostHealth(
                 pid=os.getpid(), hostname=socket.gethostname(), version=_version(),
-                interval_seconds=self.interval, cells=_cells(target),
+                interval_seconds=self.interval, cells=_cells(target, self.workspace.config.producers),
             )
             health.set_status("starting")
             self._publish_health(force=True)
