@@ -74,8 +74,11 @@ class Executor:
         on_receipt: Callable[[CommandReceipt], None] | None = None,
         on_task_failure: Callable[[CommandTaskFailure], None] | None = None,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
+        driver_factory: Callable[[str], AgentDriver] | None = None,
     ) -> None:
         self.workspace = workspace
+        # a configured source's driver, by id (a library user or a benchmark may bring its own)
+        self._driver_factory = driver_factory or workspace.create_driver
         self._on_receipt = on_receipt
         self._on_task_failure = on_task_failure
         self._max_sessions = max_sessions
@@ -89,7 +92,7 @@ class Executor:
         self._lock = lock
         try:
             self.ledgers = CommandLedgers(ledger_directory(self.workspace.private_state_path(), target))
-            self.pool = DriverPool(self.workspace.create_driver)
+            self.pool = DriverPool(self._driver_factory)
             self.worker = CommandWorker(
                 StartedDrivers(self.workspace, self.pool), [target], self.ledgers,
                 self._on_receipt, self._on_task_failure, owner_did=target.owner, max_sessions=self._max_sessions,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from importlib.metadata import version as package_version
 from typing import Any
 
-from lib.drivers.base import DriverError
+from lib.drivers.base import AgentDriver, DriverError
 from lib.executor import Executor
 from lib.health import HostHealth
 from lib.pipeline.records import Item, RecordSink, data_of, kind_of
@@ -80,8 +80,10 @@ class Host:
         interval: float = 900.0,
         notify: Callable[[str], None] | None = None,
         on_receipt: Callable[[CommandReceipt], None] | None = None,
+        driver_factory: Callable[[str], AgentDriver] | None = None,
     ) -> None:
         self.workspace = workspace
+        self._driver_factory = driver_factory
         self.interval = interval
         self._notify = notify or (lambda _message: None)
         self._on_receipt = on_receipt
@@ -117,7 +119,8 @@ class Host:
     # -- the run --------------------------------------------------------------------------
 
     def run(self) -> None:
-        with Executor(self.workspace, on_receipt=self._receipt, on_task_failure=self._task_failed) as executor:
+        with Executor(self.workspace, on_receipt=self._receipt, on_task_failure=self._task_failed,
+                      driver_factory=self._driver_factory) as executor:
             target = executor.target
             assert target is not None
             self.health = health = HostHealth(
