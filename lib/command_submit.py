@@ -10,6 +10,7 @@ running executor's receipt. Either way the receipt is the one in the store.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from lib.types import normalize_source_id
 from lib.workspace import Workspace
 
 RECEIPT_POLL_SECONDS = 0.02  # how often a waiting process looks for the receipt
+EXECUTOR_RETRY_SECONDS = 2.0  # how often it tries to become the executor itself
 
 
 def build_command(
@@ -73,25 +75,23 @@ def wait_for_receipt(
     producer: str | None = None,
     *,
     stop: threading.Event | None = None,
-    on_receipt: Callable[[CommandReceipt], None] | None = None,
+    timeout: float | None = None,
 ) -> CommandReceipt | None:
-    """The command's terminal receipt once an executor publishes it (None if `stop` is
-    set first). `on_receipt` hears every state seen on the way (in-flight, then terminal).
-    Only the space's head is read while nothing changes."""
+    """The command's terminal receipt once an executor publishes it; None if `stop` is
+    set or `timeout` seconds pass first. Only the space's head is read while nothing
+    changes."""
     stop = stop or threading.Event()
+    deadline = None if timeout is None else time.monotonic() + timeout
     seen_head = -1
-    last_status = None
     while True:
         head = target.store.head(target.space)
         if head != seen_head:
             seen_head = head
             receipt = target.read_receipt(command_id, producer)
-            if receipt is not None and receipt.status != last_status:
-                last_status = receipt.status
-                if on_receipt is not None:
-                    on_receipt(receipt)
             if receipt is not None and receipt.terminal:
                 return receipt
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
         if stop.wait(RECEIPT_POLL_SECONDS):
             return None
 
@@ -105,16 +105,28 @@ def send_command(
     on_wait: Callable[[str], None] | None = None,
 ) -> CommandReceipt | None:
     """Submit, then carry the command out here, or wait for the running executor's
-    receipt. The terminal receipt; None only when `stop` ended the wait."""
+    receipt. The terminal receipt; None only when `stop` ended the wait.
+
+    While it waits it tries, every EXECUTOR_RETRY_SECONDS, to become the executor
+    itself: an executor that stops before it gets to the command (or a lock held only
+    for a moment, as `agentctl health` does) never leaves it waiting for nobody."""
     from lib.executor import Executor  # the executor imports this module's neighbours
 
     submit_command(workspace, command, producer)
     target = workspace.open_target()
-    try:
-        with Executor(workspace) as executor:
-            executor.recover()
-            executor.run_values([command.to_wire()], producer)
-    except LockHeld as held:
-        if on_wait is not None:
-            on_wait(f"an executor is running ({describe_holder(held.holder)}); waiting for its receipt")
-    return wait_for_receipt(target, command.id, producer, stop=stop)
+    stop = stop or threading.Event()
+    told = False
+    while not stop.is_set():
+        try:
+            with Executor(workspace) as executor:
+                executor.recover()
+                executor.run_values([command.to_wire()], producer)
+            return wait_for_receipt(target, command.id, producer, stop=stop)
+        except LockHeld as held:
+            if on_wait is not None and not told:
+                on_wait(f"an executor is running ({describe_holder(held.holder)}); waiting for its receipt")
+                told = True
+        receipt = wait_for_receipt(target, command.id, producer, stop=stop, timeout=EXECUTOR_RETRY_SECONDS)
+        if receipt is not None:
+            return receipt
+    return None

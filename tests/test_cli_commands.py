@@ -258,3 +258,20 @@ def test_the_same_command_delivered_twice_runs_once(world):
     second = world.run("command", "run")
     assert second.returncode == 0 and second.of("receipt") == []
     assert world.server.prompts.count("Once only") == 1
+
+
+def test_a_one_shot_waiting_for_an_executor_that_goes_away_carries_its_command_out_itself(world):
+    target = world.target()
+    held = target.store.lock(target.space, "executor", timeout=0)
+    held.acquire()  # an executor that never gets to the command (or a lock held for a moment)
+    proc = subprocess.Popen([AGENTCTL, "command", "prompt", "codex", world.thread(4), "Say hello"],
+                            env=world.env, text=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: "waiting for its receipt" in _peek_stderr(proc) or proc.poll() is not None)
+    finally:
+        held.release()
+        target.store.close()
+    out, err = proc.communicate(timeout=GUARD_SECONDS)
+    assert proc.returncode == 0, err
+    assert [json.loads(line)["status"] for line in out.splitlines()] == ["succeeded"]
