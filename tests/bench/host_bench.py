@@ -12,7 +12,8 @@ store, the executor lock, the ledgers, the change feed, the collector thread, he
 - idle host: CPU seconds and RSS of the host child over a minute with nothing to do; RSS
   after collection cycles 1 and 10 (a host collecting every half second).
 - soak (not in --quick): 50 collection cycles and 500 commands; threads, open files and
-  RSS at the start and the end.
+  RSS at ready, after the first 10 commands (the baseline growth is counted from) and at
+  the end.
 
 Each measure runs in a process of its own (`run_child`) that starts its own host child,
 so one measure's garbage, caches and threads never show in another's numbers.
