@@ -54,3 +54,18 @@ def test_a_record_whose_own_fields_have_the_wrong_types_is_one_error_naming_its_
     assert "sourceId must be a string or null" in errors[1]["message"]
     assert "must not be blank" in errors[2]["message"]
     assert "observationSequence" in errors[3]["message"]
+
+
+def test_an_outcome_whose_errors_or_listed_ids_have_another_shape_is_one_error_not_a_crash():
+    text = (
+        '{"record":"outcome","stage":"read","sourceId":"codex","errors":"0"}\n'
+        '{"record":"outcome","stage":"read","sourceId":"codex","errors":true}\n'
+        '{"record":"outcome","stage":"read","sourceId":"codex","errors":["x"]}\n'
+        '{"record":"outcome","stage":"list","sourceId":"codex","listedSessionIds":[1]}\n'
+        '{"record":"outcome","stage":"list","sourceId":"codex","inventoryComplete":"yes"}\n'
+        '{"record":"outcome","stage":"list","sourceId":"codex","errors":[{"code":"c"}],"listedSessionIds":["s1"]}\n'
+    )
+    records, errors, _ = read_all(text)
+    assert [r.line for r in records] == [6]
+    assert [e["line"] for e in errors] == [1, 2, 3, 4, 5]
+    assert "errors must be a list of error objects" in errors[0]["message"]

@@ -220,7 +220,26 @@ def envelope_problem(kind: str, data: dict[str, Any]) -> str | None:
             return f"{kind} record: {name} must be {wanted}"
         if isinstance(value, str) and name in ("sourceId", "key") and not value.strip():
             return f"{kind} record: {name} must not be blank"
+    for name, (check, wanted) in _OPTIONAL_FIELDS.get(kind, {}).items():
+        if name in data and data[name] is not None and not check(data[name]):
+            return f"{kind} record: {name} must be {wanted}"
     return None
+
+
+def _list_of(item_type: type) -> Any:
+    return lambda value: isinstance(value, list) and all(isinstance(v, item_type) for v in value)
+
+
+# Optional fields stages read directly that must have their shape when present (the
+# publication reads an outcome's errors and listed ids as they are).
+_OPTIONAL_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
+    "outcome": {
+        "errors": (_list_of(dict), "a list of error objects"),
+        "listedSessionIds": (_list_of(str), "a list of strings"),
+        "inventoryComplete": (lambda v: type(v) is bool, "true or false"),
+        "complete": (lambda v: type(v) is bool, "true or false"),
+    },
+}
 
 
 def read_records(stream: IO[str], stage: str, sink: RecordSink) -> Iterator[InputRecord]:
