@@ -1,8 +1,8 @@
 """One module per subcommand; COMMANDS is what `cli.main` registers."""
 
 from cli.commands.command import command_group
-from cli.commands.init import init_command
 from cli.commands.health import health_command
+from cli.commands.init import init_command
 from cli.commands.list import list_command
 from cli.commands.prepare import prepare_command
 from cli.commands.publish import publish_command
