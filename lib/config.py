@@ -7,6 +7,7 @@ a typo never silently changes what is synced. With no file at all the built-in s
 
     store = "sqlite:///home/me/agentctl.sqlite3"   # optional
     space = "did:key:z6Mk..."                       # optional
+    checkoutRoots = ["~/src", "/work"]              # optional: checkout discovery
 
     [sources.codex]
     driver = "codex-app-server"
@@ -38,7 +39,7 @@ from lib.fabric.store_errors import StoreUrlError
 from lib.fabric.store_url import check_store_url, resolve_store_url
 from lib.types import AgentSourceConfig, normalize_source_id
 
-TOP_LEVEL_KEYS = frozenset({"store", "space", "sources", "producers"})
+TOP_LEVEL_KEYS = frozenset({"store", "space", "sources", "producers", "checkoutRoots"})
 MAX_PRODUCER_NAME = 256
 PATH_FIELDS = ("cwd", "config_dir", "codex_bin", "codex_home", "codex_socket")  # `~` is expanded
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -60,6 +61,9 @@ class Config:
     space: str | None = None
     from_file: bool = False
     producers: Mapping[str, str] = field(default_factory=dict)  # producer name -> writer DID
+    # Where checkouts are discovered (lib/checkout_discovery.py); empty: no discovery,
+    # so publications keep the prior discovery rows.
+    checkout_roots: tuple[Path, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def source(self, source_id: str) -> AgentSourceConfig | None:
@@ -159,8 +163,32 @@ def parse_config(data: Mapping[str, Any], path: Path) -> Config:
     sources = [_parse_source(source_id, table, path) for source_id, table in raw_sources.items()]
     check_unique_source_ids(sources, path)
     producers = _parse_producers(data.get("producers", {}), path)
+    checkout_roots = _parse_checkout_roots(data.get("checkoutRoots", []), path)
     return Config(path=path, sources=tuple(sources), store=store, space=space, from_file=True,
-                  producers=producers)
+                  producers=producers, checkout_roots=checkout_roots)
+
+
+def _parse_checkout_roots(raw: Any, path: Path) -> tuple[Path, ...]:
+    """`checkoutRoots = ["~/src", "/work"]`: directories below which every sync scans for
+    checkouts. Each is a non-empty string, absolute once `~` is expanded; duplicates
+    are kept once, in the order given."""
+    where = f"{path}: 'checkoutRoots'"
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where} must be an array of directory paths (got {_kind(raw)})")
+    roots: list[Path] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, str):
+            raise ConfigError(f"{where}[{index}] must be a string (got {_kind(item)})")
+        if not item.strip():
+            raise ConfigError(f"{where}[{index}] is empty; give a directory path or remove it")
+        expanded = os.path.expanduser(item)
+        if not os.path.isabs(expanded):
+            raise ConfigError(f"{where}[{index}] {item!r} is not an absolute path; "
+                              "give one starting with / or ~ (the file is read from anywhere)")
+        root = Path(os.path.normpath(expanded))
+        if root not in roots:
+            roots.append(root)
+    return tuple(roots)
 
 
 def _parse_producers(raw: Any, path: Path) -> dict[str, str]:

@@ -145,3 +145,30 @@ def test_source_ids_are_trimmed_with_javascripts_whitespace_set_like_session_key
     assert normalize_source_id("\ufeffCodex\u3000") == "codex"
     assert normalize_source_id("\x1ccodex") == "\x1ccodex"  # not whitespace to JavaScript
     assert session_key(" Codex\ufeff", "a").split("/")[0] == normalize_source_id(" Codex\ufeff")
+
+
+def test_checkout_roots_are_expanded_absolute_paths_kept_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = write(tmp_path, 'checkoutRoots = ["~/src", "/work", "/work/", "~/src"]\n')
+    config = load_config(path)
+    assert config.checkout_roots == (tmp_path / "home" / "src", Path("/work"))
+
+
+def test_without_checkout_roots_there_is_no_discovery(tmp_path):
+    assert load_config(write(tmp_path, "")).checkout_roots == ()
+    assert load_config(environ={"XDG_CONFIG_HOME": str(tmp_path / "none")}).checkout_roots == ()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('checkoutRoots = "/work"', r"'checkoutRoots' must be an array of directory paths \(got a string\)"),
+    ("checkoutRoots = [1]", r"'checkoutRoots'\[0\] must be a string \(got an integer\)"),
+    ('checkoutRoots = ["/a", ""]', r"'checkoutRoots'\[1\] is empty"),
+    ('checkoutRoots = ["  "]', r"'checkoutRoots'\[0\] is empty"),
+    ('checkoutRoots = ["src"]', r"'checkoutRoots'\[0\] 'src' is not an absolute path"),
+    ('checkoutRoots = ["~nosuchuser-agentctl/src"]', r"is not an absolute path"),
+])
+def test_a_bad_checkout_root_is_one_config_error(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_config(write(tmp_path, text + "\n"))
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert str(tmp_path / "config.toml") in caught.value.message
