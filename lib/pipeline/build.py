@@ -5,11 +5,16 @@
 
 Each later stage wraps the earlier ones, so it accepts every earlier stage's records.
 Git context is resolved once per directory per run: the read stage and the
-publication share one observation.
+publication share one observation. With `checkoutRoots` configured, the publication
+scans them once (before it opens, so a failed scan commits nothing) and replaces the
+discovery checkout rows with what it found.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from lib.checkout_discovery import discover_checkouts
 from lib.git_context import GitObservation
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.prepare_stage import PrepareStage
@@ -56,6 +61,15 @@ def publish_stage(
 ) -> PublishStage:
     git = workspace.git_resolver().begin_observation()
     slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status,
-                           accept_deletions=accept_deletions)
+                           accept_deletions=accept_deletions, discover=checkout_scan(workspace))
     read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal)
     return PublishStage(PrepareStage(read), slot, workspace.describe_source)
+
+
+def checkout_scan(workspace: Workspace) -> Callable[[], list[str]] | None:
+    """The run's checkout discovery over the configured roots; None (keep the prior
+    discovery rows) when no root is configured."""
+    roots = workspace.config.checkout_roots
+    if not roots:
+        return None
+    return lambda: discover_checkouts(roots)

@@ -8,7 +8,7 @@ every earlier stage: `summary` records are read, `snapshot` records are prepared
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,7 +28,12 @@ from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 class PublicationSlot:
     """The run's one publication, opened when first needed (its prior index read under
     the publish lock). The publish stage feeds it; the retain rule reads its prior
-    index, so retention is judged by what this publication itself read."""
+    index, so retention is judged by what this publication itself read.
+
+    `discover` is the run's checkout scan (lib/checkout_discovery.py), called once,
+    before the publication opens: its list replaces the discovery checkout rows, and
+    its failure (raised) ends the run before anything is committed. Without it the
+    publication keeps the prior discovery rows."""
 
     def __init__(
         self,
@@ -37,18 +42,24 @@ class PublicationSlot:
         *,
         preserve_untouched_status: bool = False,
         accept_deletions: bool = False,
+        discover: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self._target = target
         self._git = git
         self._preserve = preserve_untouched_status
         self._accept_deletions = accept_deletions
+        self._discover = discover
+        self._directories: list[str] | None = None
         self._publication: Publication | None = None
 
     @property
     def publication(self) -> Publication:
         if self._publication is None:
+            if self._discover is not None and self._directories is None:
+                self._directories = list(self._discover())  # once per run
             self._publication = self._target.publication(
-                git=self._git, preserve_untouched_status=self._preserve, accept_deletions=self._accept_deletions
+                git=self._git, preserve_untouched_status=self._preserve, accept_deletions=self._accept_deletions,
+                checkout_directories=self._directories,
             )
         return self._publication
 
