@@ -14,9 +14,13 @@ from lib.checkout_discovery import CheckoutDiscoveryError, discover_checkouts
 from lib.errors import ExitCode
 from lib.fabric.session_reader import SessionReader
 from lib.fabric.sqlite_store import SQLiteStore
+from lib.git_context import GitContextResolver
+from lib.pipeline.refresh import refresh_session
+from tests.fabric.target_helpers import descriptor, index, make_env, publish, snapshot
 from tests.support.cli import CODEX_BIN, agentctl_env, pipeline, run
 from tests.support.codex_home import demo_threads, make_codex_home
 from tests.support.git_repos import GitRepos
+from tests.support.scripted_driver import ScriptedDriver
 
 CLOCK = "2026-02-12T09:00:00.000Z"
 
@@ -227,11 +231,13 @@ def published_index(tmp_path) -> tuple[int, list[dict], int]:
 
 
 def discovered(checkouts: list[dict]) -> dict[str, list[str]]:
-    return {row["root"]: row["origins"] for row in checkouts if "discovery" in row["origins"]}
+    """Discovery rows by root (roots as given, since git reports resolved paths)."""
+    return {str(Path(row["root"])): row["origins"] for row in checkouts if "discovery" in row["origins"]}
 
 
 def test_sync_publishes_discovered_checkouts_and_a_later_scan_replaces_them(world, repos):
     tmp_path, src, (alpha, beta), env = world
+    alpha, beta = alpha.resolve(), beta.resolve()
     first = run(["sync", "codex"], env)
     assert first.returncode == 0, first.stderr
     generation, checkouts, sessions = published_index(tmp_path)
@@ -264,6 +270,7 @@ def test_a_sync_whose_root_vanished_fails_and_leaves_the_index_as_it_was(world):
 
 def test_without_checkout_roots_a_sync_keeps_the_prior_discovery_rows(world):
     tmp_path, _src, (alpha, beta), env = world
+    alpha, beta = alpha.resolve(), beta.resolve()
     assert run(["sync", "codex"], env).returncode == 0
     config = Path(env["AGENTCTL_CONFIG"])
     config.write_text("\n".join(config.read_text().splitlines()[1:]) + "\n")  # drop checkoutRoots
@@ -286,6 +293,19 @@ def test_an_empty_scan_removes_every_discovery_row(world):
 
 def test_the_composed_publish_scans_the_roots_too(world):
     tmp_path, _src, (alpha, beta), env = world
+    alpha, beta = alpha.resolve(), beta.resolve()
     *_, published = pipeline([["list", "codex"], ["publish"]], env)
     assert published.returncode == 0, published.stderr
     assert discovered(published_index(tmp_path)[1]) == {str(alpha): ["discovery"], str(beta): ["discovery"]}
+
+
+def test_a_targeted_refresh_keeps_the_discovery_rows_a_scan_published(tmp_path, repos):
+    found = repos.init("src/found")
+    target = make_env(tmp_path, GitContextResolver(repos.runner())).target()
+    publish(target, descriptor(), [snapshot("s1")], checkout_directories=discover_checkouts([repos.root / "src"]))
+    rows_before = index(target)["checkouts"]
+    assert [(r["root"], r["origins"]) for r in rows_before] == [(str(found.resolve()), ["discovery"])]
+    driver = ScriptedDriver(source_id="codex", kind="codex-app-server", snapshots=[snapshot("s1", messages=3)])
+    (found / ".git").rename(found / "not-git")  # a scan now would drop it; a refresh does not scan
+    refresh_session(target, driver, "s1")
+    assert index(target)["checkouts"] == rows_before
