@@ -82,7 +82,16 @@ def test_list_read_pipe_reads_every_session_and_the_unreadable_one_is_an_error(w
     assert read == world.every_id() - {world.unreadable.id}
     (error,) = last.of("error")
     assert error["nativeSessionId"] == world.unreadable.id and error["stage"] == "read"
+    assert "UnicodeDecodeError" in error["message"] and "broken file" not in error["message"]
     assert "Traceback" not in last.stderr
+
+
+def test_the_sdks_own_words_about_a_failed_read_show_with_verbose_only(world, env):
+    plain = run(["read", "--source", "claude", world.unreadable.id], env())
+    verbose = run(["-v", "read", "--source", "claude", world.unreadable.id], env())
+    assert plain.returncode == verbose.returncode == 3
+    assert "codec can't decode" not in plain.stderr + plain.stdout
+    assert "codec can't decode" in verbose.stderr and "codec can't decode" not in verbose.stdout
 
 
 def test_sync_publishes_every_readable_session_with_its_git_context(world, env):

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
+from lib.drivers.child_channels import report_provider_output
 from lib.drivers.codex_threads import iso_time
 from lib.types import (
     AgentSourceConfig,
@@ -231,10 +232,12 @@ class ClaudeAgentSdkDriver(AgentDriver):
         except DriverError:
             raise
         except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"
+            report_provider_output(f"the Claude Agent SDK's {name} (source {self.source.id})", detail)
             raise DriverError(
                 "provider-error",
                 f"the Claude Agent SDK's {name} failed for source {self.source.id} ({type(exc).__name__})",
-                detail=str(exc),
+                detail=detail,
             ) from None
 
 
