@@ -50,12 +50,12 @@ def test_a_global_option_after_the_subcommand_wins_and_the_environment_fills_in(
 
 def test_v_after_the_subcommand_gives_the_traceback_and_the_one_line(tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text('[sources.claude]\ndriver = "claude-agent-sdk"\n')
-    for args in (["list", "claude", "-v"], ["list", "claude", "--verbose"], ["-v", "list", "claude"]):
+    config.write_text('[sources.work]\ndriver = "acp"\ncommand = ["my-agent", "--acp"]\n')
+    for args in (["list", "work", "-v"], ["list", "work", "--verbose"], ["-v", "list", "work"]):
         result = run(args, agentctl_env(tmp_path / "state", config))
         assert result.returncode == 2, args
         assert "Traceback" in result.stderr and "DriverNotInstalled" in result.stderr, args
-        assert result.stderr.splitlines()[-1].startswith("agentctl: source claude "), args
-    quiet = run(["list", "claude", "-q"], agentctl_env(tmp_path / "state", config))
+        assert result.stderr.splitlines()[-1].startswith("agentctl: source work "), args
+    quiet = run(["list", "work", "-q"], agentctl_env(tmp_path / "state", config))
     assert "Traceback" not in quiet.stderr and quiet.returncode == 2
 

@@ -16,10 +16,9 @@ def one_line(stderr: str) -> str:
 
 def test_listing_a_source_whose_driver_is_not_installed_is_one_line_naming_it_and_exit_2(tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text('[sources.Claude]\ndriver = "claude-agent-sdk"\n'
-                      '[sources.work]\ndriver = "acp"\ncommand = ["my-agent", "--acp"]\n')
+    config.write_text('[sources.Work]\ndriver = "acp"\ncommand = ["my-agent", "--acp"]\n')
     env = agentctl_env(tmp_path / "state", config)
-    for source, driver in (("Claude", "claude-agent-sdk"), ("work", "acp")):
+    for source, driver in (("Work", "acp"),):
         result = run(["list", source], env)
         assert result.returncode == 2, result.stderr
         line = one_line(result.stderr)

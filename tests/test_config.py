@@ -118,19 +118,19 @@ def test_the_driver_descriptor_id_is_trimmed_and_lowercased():
 
 def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_error():
     with pytest.raises(DriverUnavailable) as info:
-        create_driver(AgentSourceConfig(id="claude", driver="claude-agent-sdk"))
+        create_driver(AgentSourceConfig(id="work", driver="acp", command=["my-agent"]))
     assert info.value.code == "driver-not-available"
 
 
 def test_a_driver_agentctl_does_not_have_is_a_usage_error_and_a_missing_program_a_failure():
     with pytest.raises(DriverNotInstalled) as not_built:
-        create_driver(AgentSourceConfig(id="Claude", driver="claude-agent-sdk"))
+        create_driver(AgentSourceConfig(id="Work", driver="acp", command=["my-agent"]))
     # the configuration's types refuse an unknown driver; a host's own config may not
     with pytest.raises(DriverNotInstalled) as unknown:
         create_driver(AgentSourceConfig.model_construct(id="x", driver="gemini"))
     assert unknown.value.code == "unknown-driver" and "'gemini'" in unknown.value.message
     assert not_built.value.exit_code == unknown.value.exit_code == ExitCode.USAGE
-    assert "source claude" in not_built.value.message and "claude-agent-sdk" in not_built.value.message
+    assert "source work" in not_built.value.message and "acp" in not_built.value.message
     missing = DriverUnavailable("program-not-found", "no codex")
     assert missing.exit_code == ExitCode.FAILURE
     told = missing.reworded("source codex cannot start: no codex")
