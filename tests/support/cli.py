@@ -36,7 +36,8 @@ class Run:
 
 
 def agentctl_env(state_dir: Path, config: Path | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCTL_")}
+    # CLAUDE_CONFIG_DIR too: a built-in Claude source would read the developer's own sessions.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCTL_") and k != "CLAUDE_CONFIG_DIR"}
     env["AGENTCTL_STATE_DIR"] = str(state_dir)
     if config is None:
         # An explicit path that does not exist is an error by design: give an empty file.
