@@ -69,3 +69,10 @@ def test_an_outcome_whose_errors_or_listed_ids_have_another_shape_is_one_error_n
     assert [r.line for r in records] == [6]
     assert [e["line"] for e in errors] == [1, 2, 3, 4, 5]
     assert "errors must be a list of error objects" in errors[0]["message"]
+
+
+def test_a_string_holding_unicode_line_separators_stays_in_its_one_record():
+    line = json.dumps({"record": "outcome", "stage": "list", "sourceId": "co\u0085dex\u2028x"}, ensure_ascii=False)
+    records, errors, _ = read_all(line + "\n" + '{"record":"outcome","stage":"list","sourceId":"b"}\n')
+    assert errors == []
+    assert [r.data["sourceId"] for r in records] == ["co\u0085dex\u2028x", "b"]

@@ -29,7 +29,8 @@ class Run:
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+        # "\n" only: str.splitlines would break at a U+0085 or U+2028 inside a string
+        return [json.loads(line) for line in self.stdout.split("\n") if line.strip()]
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["record"] == kind]
