@@ -23,18 +23,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from lib.commands import AgentSessionCommand, parse_commands
+from lib.commands import parse_commands
+from lib.driver_calls import call_driver
 from lib.drivers.base import AgentDriver, DriverError
 from lib.errors import CodedError
 from lib.fabric.target import FabricTarget
 from lib.ledger.ledgers import CommandLedgers
 from lib.pipeline.refresh import refresh_session
+from lib.pipeline.refresh_batches import BackgroundRefreshes
 from lib.receipts import (
     CommandReceipt,
     ReceiptValidationError,
@@ -47,8 +48,6 @@ from lib.session_queues import DEFAULT_MAX_SESSIONS, CommandTask, SessionQueues
 from lib.types import (
     CommandExecutionOptions,
     CommandExecutionResult,
-    PromptInput,
-    StartInput,
 )
 
 log = logging.getLogger(__name__)
@@ -124,13 +123,8 @@ class CommandWorker:
         self._failures_lock = threading.Lock()
         self._closed = False
         self._queues = SessionQueues(self._run, max_sessions=max_sessions)
-        # The refresh after an outcome runs beside the session's next command, not
-        # before it: concurrent refreshes coalesce into one publication (RefreshBatches),
-        # and a session already waiting for one does not queue another.
-        self._after = ThreadPoolExecutor(max_workers=max_sessions, thread_name_prefix="agentctl-refresh")
-        self._after_lock = threading.Lock()
-        self._after_queued: set[tuple[str, str]] = set()
-        self._after_futures: set[Future[None]] = set()
+        # The refresh after an outcome runs beside the session's next command, not before it.
+        self._after = BackgroundRefreshes(self._refresh_all, max_workers=max_sessions)
 
     # ---- admission ---------------------------------------------------------------------
 
@@ -157,7 +151,7 @@ class CommandWorker:
         with self._handle_lock:
             pass
         self._queues.wait_idle()
-        self._wait_for_refreshes()
+        self._after.wait()
         with self._failures_lock:
             failures, self._failures = self._failures, []
         if failures:
@@ -171,7 +165,7 @@ class CommandWorker:
             self.drain()
         finally:
             self._queues.close()
-            self._after.shutdown(wait=True)
+            self._after.close()
 
     # ---- one command -------------------------------------------------------------------
 
@@ -286,29 +280,13 @@ class CommandWorker:
         return outcome
 
     def _dispatch(self, task: CommandTask, driver: AgentDriver) -> CommandExecutionResult:
-        command: AgentSessionCommand = task.command
-        session, payload = command.native_session_id, command.payload
+        session = task.command.native_session_id
         options = CommandExecutionOptions(
             on_cancellation_ready=task.ready.set,
             on_session_active=lambda: self._refresh_all(driver, session),
-            force=bool(command.force),
+            force=bool(task.command.force),
         )
-        match command.type:
-            case "prompt":
-                return driver.prompt(session, PromptInput(text=payload.text), options)  # type: ignore[union-attr]
-            case "start":
-                start = StartInput(text=payload.text, cwd=payload.cwd, title=payload.title,  # type: ignore[union-attr]
-                                   mode=payload.mode)  # type: ignore[union-attr]
-                return driver.start_session(session, start, options)
-            case "cancel":
-                return driver.cancel(session)
-            case "rename":
-                return driver.rename_session(session, payload.title)  # type: ignore[union-attr]
-            case "set-mode":
-                return driver.set_mode(session, payload.mode)  # type: ignore[union-attr]
-            case "set-config-option":
-                return driver.set_config_option(session, payload.key, payload.value)  # type: ignore[union-attr]
-        raise AssertionError(f"unhandled command type {command.type}")
+        return call_driver(driver, task.command, options)
 
     def _terminal(self, claim: CommandReceipt, outcome: CommandExecutionResult) -> CommandReceipt:
         try:
@@ -329,7 +307,7 @@ class CommandWorker:
         if self._publish_everywhere(receipt, errors) and stored:
             self._published(receipt, errors)
         if driver is not None:
-            self._refresh_after(driver, receipt.native_session_id)
+            self._after.request(driver, receipt.native_session_id)
         if errors:
             first = errors[0]
             raise CodedError(
@@ -369,34 +347,6 @@ class CommandWorker:
                 self.on_receipt(receipt)
             except Exception:
                 log.exception("the receipt callback failed for command %s", receipt.command_id)
-
-    def _refresh_after(self, driver: AgentDriver, native_session_id: str) -> None:
-        """Refresh the session on every target after an outcome, in the background."""
-        key = (driver.source.id, native_session_id)
-        with self._after_lock:
-            if key in self._after_queued:
-                return  # a refresh not started yet will read the session as it is then
-            self._after_queued.add(key)
-            future = self._after.submit(self._run_after, key, driver, native_session_id)
-            self._after_futures.add(future)
-        future.add_done_callback(self._after_done)
-
-    def _run_after(self, key: tuple[str, str], driver: AgentDriver, native_session_id: str) -> None:
-        with self._after_lock:
-            self._after_queued.discard(key)  # from now on a new outcome queues another
-        self._refresh_all(driver, native_session_id)
-
-    def _after_done(self, future: Future[None]) -> None:
-        with self._after_lock:
-            self._after_futures.discard(future)
-
-    def _wait_for_refreshes(self) -> None:
-        while True:
-            with self._after_lock:
-                pending = list(self._after_futures)
-            if not pending:
-                return
-            wait(pending)
 
     def _refresh_all(self, driver: AgentDriver, native_session_id: str) -> None:
         for target in self.targets:

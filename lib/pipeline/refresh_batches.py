@@ -12,6 +12,8 @@ request. A session asked for twice in one batch is read once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from lib.drivers.base import AgentDriver
 from lib.fabric.target import FabricTarget
@@ -71,3 +73,47 @@ class RefreshBatches:
         error = state.errors.get(batch)
         if error is not None:
             raise error
+
+
+class BackgroundRefreshes:
+    """Refreshes that run beside the caller instead of before its next step (the
+    worker's refresh after a command's outcome). A session that already waits for a
+    refresh not started yet does not queue another: that one reads the session as it
+    is then. `wait()` returns once every requested refresh has run."""
+
+    def __init__(self, refresh: Callable[[AgentDriver, str], None], *, max_workers: int) -> None:
+        self._refresh = refresh
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="agentctl-refresh")
+        self._lock = threading.Lock()
+        self._queued: set[tuple[str, str]] = set()
+        self._futures: set[Future[None]] = set()
+
+    def request(self, driver: AgentDriver, native_session_id: str) -> None:
+        key = (driver.source.id, native_session_id)
+        with self._lock:
+            if key in self._queued:
+                return
+            self._queued.add(key)
+            future = self._pool.submit(self._run, key, driver, native_session_id)
+            self._futures.add(future)
+        future.add_done_callback(self._done)
+
+    def _run(self, key: tuple[str, str], driver: AgentDriver, native_session_id: str) -> None:
+        with self._lock:
+            self._queued.discard(key)  # from now on a new request queues another
+        self._refresh(driver, native_session_id)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def wait(self) -> None:
+        while True:
+            with self._lock:
+                pending = list(self._futures)
+            if not pending:
+                return
+            wait(pending)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
