@@ -14,14 +14,8 @@ import pytest
 
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.store import open_store
-from lib.health import (
-    MAX_ACTIVITY,
-    MAX_SOURCE_ERRORS,
-    HealthView,
-    HostHealth,
-    published_health,
-    read_health,
-)
+from lib.health import MAX_ACTIVITY, MAX_SOURCE_ERRORS, HostHealth
+from lib.health_view import HealthView, published_health, read_health
 from lib.receipts import CommandReceipt, ReceiptError
 from lib.workspace import Workspace
 from tests.fabric.target_helpers import SPACE, Clock, descriptor, make_env

@@ -9,7 +9,7 @@ import click
 
 from cli.context import AppContext
 from lib.errors import NotFoundError
-from lib.health import HealthView, read_health
+from lib.health_view import HealthView, read_health
 from lib.pipeline.records import JsonLinesSink
 
 ACTIVITY_LINES = 8
