@@ -92,6 +92,7 @@ class Host:
         self._requested = False  # a collection asked for and not started yet
         self._collecting = False
         self.health: HostHealth | None = None
+        self._published_version: int | None = None  # the health version last published
         self.collections = 0  # completed collections (tests and benchmarks count them)
 
     # -- requests from other threads (signal handlers) -------------------------------------
@@ -238,7 +239,7 @@ class Host:
         if health is None:
             return
         version = health.version
-        if not force and version == getattr(self, "_published_version", None):
+        if not force and version == self._published_version:
             return
         try:
             self.workspace.open_target().publish_health(health.record())
