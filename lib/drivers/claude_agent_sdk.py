@@ -10,7 +10,8 @@ environment change", allowed for these inventory calls only; prompts will get an
 explicit environment object instead).
 
 Inventory: pages of 100, the cursor is the decimal offset of the page's first session in
-the SDK's listing (newest file first). A source with `cwd` lists that project directory
+the SDK's listing (newest file first), served from one whole listing taken at offset 0
+(`ListingSnapshot` in claude_listing.py says why). A source with `cwd` lists that project directory
 and, when it is inside a Git repository, its worktrees (the SDK's `include_worktrees`);
 never its subdirectories, which the SDK keys as projects of their own. Without `cwd`,
 every project directory under `<configDir>/projects`.
@@ -24,6 +25,7 @@ where they will register.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import threading
@@ -33,6 +35,7 @@ from typing import Any, TypeVar
 
 from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
 from lib.drivers.child_channels import report_provider_output
+from lib.drivers.claude_listing import ListingSnapshot
 from lib.drivers.codex_threads import iso_time
 from lib.types import (
     AgentSourceConfig,
@@ -100,7 +103,7 @@ class ClaudeSdkAdapter:
         with _environment(CONFIG_DIR_VARIABLE, self.config_dir):
             return function(*args, **kwargs)
 
-    def list_sessions(self, *, limit: int, offset: int, directory: str | None) -> list[Any]:
+    def list_sessions(self, *, limit: int | None, offset: int, directory: str | None) -> list[Any]:
         return self._call(self._sdk.list_sessions, directory=directory, limit=limit, offset=offset,
                           include_worktrees=True)
 
@@ -149,6 +152,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
         # Native session id -> prompts this driver started and that are still running.
         # Empty until prompts are built; `active` is read from it.
         self._running: dict[str, int] = {}
+        self._listing = ListingSnapshot()
 
     @classmethod
     def initial_capabilities(cls) -> DriverCapabilities:
@@ -185,19 +189,55 @@ class ClaudeAgentSdkDriver(AgentDriver):
         adapter = self.adapter
         owned = self._owned_sessions()  # sampled before the call, as for a read
         # One more than a page says whether another page follows without an empty last page.
-        infos = self._provider_call(
-            "list_sessions",
-            lambda: adapter.list_sessions(limit=self.page_size + 1, offset=offset, directory=self.config.cwd),
-        )
+        infos = None if offset == 0 else self._listing.page(offset, self.page_size + 1)
+        if infos is None:
+            # The first page takes the whole listing (the SDK reads every file for any
+            # page); a cursor the snapshot cannot serve asks the SDK for its page.
+            limit = None if offset == 0 else self.page_size + 1
+            infos = self._provider_call(
+                "list_sessions",
+                lambda: adapter.list_sessions(limit=limit, offset=offset, directory=self.config.cwd),
+            )
+            if offset == 0:
+                self._listing.replace(infos)
+                infos = infos[: self.page_size + 1]
         page = infos[: self.page_size]
         sessions = [summary_from_info(info, active=info.session_id in owned) for info in page]
+        self._listing.listed(sessions)
         more = len(infos) > self.page_size
+        if not more:
+            self._listing.finish()
         return SessionPage(sessions=sessions, next_cursor=str(offset + len(page)) if more else None)
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         adapter = self.adapter
         active = native_session_id in self._owned_sessions()  # sampled when the read starts
         directory = self.config.cwd
+        listed = self._listing.take_summary(native_session_id)
+        if listed is not None:  # a copy: the listing's caller holds the same object
+            summary = listed.model_copy(update={"active": True if active else None})
+        else:
+            summary = summary_from_info(self._session_info(native_session_id), active=active)
+        messages = self._provider_call(
+            "get_session_messages", lambda: adapter.get_session_messages(native_session_id, directory)
+        )
+        if not messages:
+            # No messages: an empty session, or one deleted since it was listed. Only
+            # the SDK's information says which.
+            summary = summary_from_info(self._session_info(native_session_id), active=active)
+        events = [message_event(message) for message in messages]
+        return NativeSessionSnapshot(
+            summary=summary,
+            events=events,
+            normalized_messages=normalized_messages(events),
+            complete=True,
+        )
+
+    # -- internals -------------------------------------------------------------------
+
+    def _session_info(self, native_session_id: str) -> Any:
+        """The SDK's information about a session; `session-not-found` when it has none."""
+        adapter, directory = self.adapter, self.config.cwd
         info = self._provider_call(
             "get_session_info", lambda: adapter.get_session_info(native_session_id, directory)
         )
@@ -206,18 +246,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
             raise DriverError(
                 "session-not-found", f"Claude has no session {native_session_id} {where} (source {self.source.id})"
             )
-        messages = self._provider_call(
-            "get_session_messages", lambda: adapter.get_session_messages(native_session_id, directory)
-        )
-        events = [message_event(message) for message in messages]
-        return NativeSessionSnapshot(
-            summary=summary_from_info(info, active=active),
-            events=events,
-            normalized_messages=normalized_messages(events),
-            complete=True,
-        )
-
-    # -- internals -------------------------------------------------------------------
+        return info
 
     def _owned_sessions(self) -> set[str]:
         with self._lock:
@@ -277,11 +306,19 @@ def message_event(message: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> dict[str, Any]:
+    """The record's fields by name. Shallow on purpose: the SDK parses every call's values
+    afresh and keeps no reference to them, and `dataclasses.asdict`'s deep copy of each
+    message's content was a third of a read's time."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
+        return {name: getattr(value, name) for name in _field_names(type(value))}
     if isinstance(value, dict):
         return dict(value)
     raise DriverError("provider-error", f"the Claude Agent SDK returned a {type(value).__name__}, not a record")
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls))
 
 
 def _block_text(block: Any) -> str:
@@ -335,9 +372,12 @@ def normalized_messages(events: list[dict[str, Any]]) -> list[NormalizedMessage]
             role = "tool" if _only_tool_results(content) else "user"
         else:
             role = "other"
+        # Built without validation: every field is made here with its type, and the
+        # text is already a preview (validation was a quarter of a read's own time).
         messages.append(
-            NormalizedMessage(
+            NormalizedMessage.model_construct(
                 id=message_id,
+                parent_id=None,
                 role=role,
                 kind=kind,
                 timestamp=None,

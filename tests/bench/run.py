@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 SECTIONS = [
     "tests.bench.prepare_bench",
     "tests.bench.codex_bench",
+    "tests.bench.claude_bench",
     "tests.bench.target_bench",
     "tests.bench.sync_bench",
     "tests.bench.command_bench",
