@@ -38,7 +38,8 @@ _FIELDS = {"schema", "generation", "receipts", "pendingPublicationCommandIds"}
 
 
 Receipts = dict[str, dict[str, Any]]
-Change = Callable[[Receipts, list[str]], tuple[Receipts, list[str]] | None]
+# A change edits the batch's working copy in place and says whether it changed anything.
+Change = Callable[[Receipts, list[str]], bool]
 
 
 class _State:
@@ -114,16 +115,19 @@ def parse_ledger(data: bytes, where: str) -> _State:
     return _State(generation, receipts, list(pending))
 
 
-def _settled_kept(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]]:
-    """`receipts` without the settled ones beyond MAX_SETTLED (oldest completion first);
-    a receipt awaiting publication or still in flight is always kept."""
+def _drop_settled_beyond_limit(receipts: Receipts, pending: list[str]) -> None:
+    """Drop from `receipts` the settled ones beyond MAX_SETTLED (oldest completion first);
+    a receipt awaiting publication or still in flight is always kept. Once per written
+    batch, not per change."""
+    if len(receipts) - len(pending) <= MAX_SETTLED:
+        return  # even counting in-flight ones as settled, nothing is beyond the limit
     waiting = set(pending)
     settled = [cid for cid, r in receipts.items() if cid not in waiting and r.get("status") != "in-flight"]
     if len(settled) <= MAX_SETTLED:
-        return receipts, pending
+        return
     settled.sort(key=lambda cid: (receipts[cid].get("completedAt") or "", cid))
-    dropped = set(settled[: len(settled) - MAX_SETTLED])
-    return {cid: r for cid, r in receipts.items() if cid not in dropped}, pending
+    for cid in settled[: len(settled) - MAX_SETTLED]:
+        del receipts[cid]
 
 
 class CommandLedger:
@@ -248,13 +252,13 @@ class CommandLedger:
     def _write(self, base: _State, changes: list[Change]) -> tuple[_State, Path] | None:
         """The next generation with `changes` applied, written to the inactive slot
         (None when they change nothing)."""
-        receipts, pending, changed = base.receipts, base.pending, False
+        # One working copy for the whole batch (base stays what is on disk if the write fails).
+        receipts, pending, changed = dict(base.receipts), list(base.pending), False
         for change in changes:
-            out = change(receipts, pending)
-            if out is not None:
-                (receipts, pending), changed = out, True
+            changed = change(receipts, pending) or changed
         if not changed:
             return None
+        _drop_settled_beyond_limit(receipts, pending)
         if base.generation >= MAX_SAFE_INTEGER:
             raise LedgerError("ledger-write-failed", f"command ledger {self.path} generation is exhausted")
         state = _State(base.generation + 1, receipts, pending)
@@ -278,17 +282,22 @@ class CommandLedger:
         stored = to_stored(receipt)
         cid = stored["commandId"]
 
-        def store(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]]:
-            return _settled_kept({**receipts, cid: stored}, [p for p in pending if p != cid] + [cid])
+        def store(receipts: Receipts, pending: list[str]) -> bool:
+            receipts[cid] = stored
+            if cid in pending:
+                pending.remove(cid)
+            pending.append(cid)
+            return True
 
         self._change(store)
 
     def mark_published(self, command_id: str) -> None:
         """Clear the pending-publication marker of `command_id` (nothing when it has none)."""
-        def clear(receipts: Receipts, pending: list[str]) -> tuple[Receipts, list[str]] | None:
+        def clear(receipts: Receipts, pending: list[str]) -> bool:
             if command_id not in pending:
-                return None
-            return _settled_kept(receipts, [p for p in pending if p != command_id])
+                return False
+            pending.remove(command_id)
+            return True
 
         self._change(clear)
 
