@@ -28,33 +28,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.bench.measure import clock, run_child
+from tests.bench.measure import clock, median_ms, p95_ms, run_child
 
 LATENCY_TARGET_MS = 50.0
 THROUGHPUT_TARGET = 200.0
 FLAT_RATIO = 1.25
 SESSIONS = 50
 GUARD_SECONDS = 120
-
-
-def _instant_driver_class() -> Any:
-    from lib.types import CommandExecutionResult
-    from tests.support.scripted_driver import ScriptedDriver
-
-    class InstantDriver(ScriptedDriver):
-        """A provider that answers at once and whose session does not grow: what grows
-        in this bench is agentctl's own history (ledger, receipts), not the transcript
-        every refresh re-reads (that cost is the sync benchmarks')."""
-
-        def prompt(self, native_session_id, input, options=None):  # noqa: ANN001, A002
-            if options is not None and options.on_cancellation_ready is not None:
-                options.on_cancellation_ready()
-            if options is not None and options.on_session_active is not None:
-                options.on_session_active()
-            return CommandExecutionResult(status="succeeded", provider_operation_id="turn",
-                                          result={"reply": "ok"})
-
-    return InstantDriver
 
 
 class Setup:
@@ -67,9 +47,8 @@ class Setup:
         from lib.ledger import CommandLedgers
         from lib.pipeline.refresh_batches import RefreshBatches
         from lib.worker import CommandWorker
+        from tests.bench.instant_driver import InstantDriver
         from tests.support.sessions import make_snapshot
-
-        InstantDriver = _instant_driver_class()  # noqa: N806
 
         self.owner = load_or_create_identity(folder / "identity.json").did
         self.url = f"sqlite:///{folder / 'fabric.db'}"
@@ -216,15 +195,6 @@ def cross_process_latency(count: int) -> dict[str, Any]:
     return {"latencies": latencies}
 
 
-def _ms(values: list[float]) -> str:
-    return f"{statistics.median(values) * 1000:.1f}"
-
-
-def _p95(values: list[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f}"
-
-
 def run(report: Any) -> None:
     count = 40 if report.quick else 100
     total = 300 if report.quick else 1000
@@ -236,11 +206,11 @@ def run(report: Any) -> None:
         "Commands: submit to terminal receipt (instant driver, SQLite, real ledger)",
         ["measure", "commands", "median ms", "p95 ms", "commands/s"],
         [
-            ["one process (queue, change feed, worker)", count, _ms(local), _p95(local), "-"],
-            ["across processes (executor in another process)", count, _ms(remote), _p95(remote), "-"],
+            ["one process (queue, change feed, worker)", count, median_ms(local), p95_ms(local), "-"],
+            ["across processes (executor in another process)", count, median_ms(remote), p95_ms(remote), "-"],
             [f"{total} across {SESSIONS} sessions at once", total, "-", "-", f"{rate:.0f}"],
-            ["one at a time after 10 commands", 10, _ms(bulk["early"]), _p95(bulk["early"]), "-"],
-            [f"one at a time after {total + 10} commands", 10, _ms(bulk["late"]), _p95(bulk["late"]), "-"],
+            ["one at a time after 10 commands", 10, median_ms(bulk["early"]), p95_ms(bulk["early"]), "-"],
+            [f"one at a time after {total + 10} commands", 10, median_ms(bulk["late"]), p95_ms(bulk["late"]), "-"],
         ],
     )
     report.note(f"ledger after {total + 20} commands: {bulk['ledgerBytes'] / 1e3:.0f} kB")

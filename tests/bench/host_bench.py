@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.bench.measure import run_child
+from tests.bench.measure import median_ms, p95_ms, run_child
 
 SOURCE = "instant"
 SESSIONS = 5
@@ -80,35 +80,6 @@ def started_log(folder: Path) -> Path:
 # -- the host child ----------------------------------------------------------------------
 
 
-def _instant_driver_class() -> Any:
-    from lib.types import CommandExecutionResult
-    from tests.support.scripted_driver import ScriptedDriver
-
-    class InstantDriver(ScriptedDriver):
-        """Writes when each prompt started, then answers at once. Its sessions do not grow,
-        so what the soak sees grow is the host's own state, not a transcript."""
-
-        def __init__(self, log: Path, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.log = log
-
-        def prompt(self, native_session_id, input, options=None):  # noqa: ANN001, A002
-            line = f"{time.time():.6f} {input.text}\n".encode()
-            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)  # one write: the reader never sees half a line
-            finally:
-                os.close(fd)
-            if options is not None and options.on_cancellation_ready is not None:
-                options.on_cancellation_ready()
-            if options is not None and options.on_session_active is not None:
-                options.on_session_active()
-            return CommandExecutionResult(status="succeeded", provider_operation_id="turn",
-                                          result={"reply": "ok"})
-
-    return InstantDriver
-
-
 def host(folder: str, interval: str) -> None:
     """The child: run a host until stdin closes. Prints `ready` once health says so, then
     `cycle N` each time a collection finishes (N counts the startup collection)."""
@@ -116,7 +87,7 @@ def host(folder: str, interval: str) -> None:
     from tests.support.sessions import make_snapshot
 
     where = Path(folder)
-    InstantDriver = _instant_driver_class()  # noqa: N806
+    from tests.bench.instant_driver import InstantDriver
     snapshots = [make_snapshot(f"s{n}") for n in range(SESSIONS)]
     host = Host(open_workspace(where), interval=float(interval),
                 driver_factory=lambda source_id: InstantDriver(started_log(where), source_id=source_id,
@@ -355,15 +326,6 @@ def soak(collections: int, commands: int) -> dict[str, Any]:
 # -- the section ---------------------------------------------------------------------------
 
 
-def _ms(values: list[float]) -> str:
-    return f"{statistics.median(values) * 1000:.1f}"
-
-
-def _p95(values: list[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f}"
-
-
 def _mb(value: float) -> str:
     return f"{value / 1e6:.1f}"
 
@@ -375,8 +337,8 @@ def _latency(report: Any) -> None:
     report.table(
         "Host: submit to start of execution (host in another process, instant driver, SQLite)",
         ["submitted by", "commands", "median ms", "p95 ms"],
-        [["this process (library append)", count, _ms(library), _p95(library)],
-         ["an `agentctl command submit` process (with its start-up)", 10, _ms(cli), _p95(cli)]],
+        [["this process (library append)", count, median_ms(library), p95_ms(library)],
+         ["an `agentctl command submit` process (with its start-up)", 10, median_ms(cli), p95_ms(cli)]],
     )
     median = statistics.median(library) * 1000
     report.check("host: submit to start of execution", median <= LATENCY_TARGET_MS,

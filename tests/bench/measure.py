@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -59,3 +60,14 @@ def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1:])
+
+
+def median_ms(values: list[float]) -> str:
+    """The median of `values` (seconds) in milliseconds, for a table cell."""
+    return f"{statistics.median(values) * 1000:.1f}"
+
+
+def p95_ms(values: list[float]) -> str:
+    """The 95th percentile of `values` (seconds, nearest rank below) in milliseconds."""
+    ordered = sorted(values)
+    return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f}"
