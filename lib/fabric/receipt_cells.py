@@ -19,7 +19,6 @@ moved a cell this commit read) is retried a few times.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from lib.fabric.store import Transaction
 from lib.fabric.store_errors import ConflictError, PreconditionFailed
 from lib.fabric.target_errors import TargetError
 from lib.fabric.values import Link
+from lib.group_commit import GroupCommit
 from lib.receipts import (
     RECEIPT_SCHEMA,
     CommandReceipt,
@@ -228,45 +228,10 @@ class ReceiptCommits:
     returns once its own write is committed, or raises what its commit raised."""
 
     def __init__(self, target: FabricTarget) -> None:
-        self._target = target
-        self._turn = threading.Condition()
-        self._queued: list[ReceiptWrite] = []
-        self._committing = False
-        self._next_batch = 1
-        self._done = 0
-        self._errors: dict[int, BaseException] = {}
+        self._group: GroupCommit[ReceiptWrite] = GroupCommit(lambda writes: commit_receipts(target, writes))
 
     def submit(self, write: ReceiptWrite) -> bool:
-        with self._turn:
-            self._queued.append(write)
-            mine = self._next_batch
-            while self._done < mine and self._committing:
-                self._turn.wait()
-            if self._done < mine:
-                self._committing = True
-                batch, self._queued = self._queued, []
-                number = self._next_batch
-                self._next_batch += 1
-            else:
-                batch = []
-        if batch:
-            error: BaseException | None = None
-            try:
-                commit_receipts(self._target, batch)
-            except BaseException as exc:  # handed to every writer of the batch
-                error = exc
-            with self._turn:
-                self._committing = False
-                self._done = number
-                if error is not None:
-                    self._errors[number] = error
-                for old in [n for n in self._errors if n < number - 64]:
-                    del self._errors[old]
-                self._turn.notify_all()
-        with self._turn:
-            error = self._errors.get(mine)
-        if error is not None:
-            raise error
+        self._group.submit(write)
         return write.accepted
 
 

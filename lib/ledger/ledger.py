@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from lib.group_commit import GroupCommit
 from lib.ledger import files
 from lib.ledger.files import LedgerError
 from lib.ledger.receipts import InvalidReceipt, from_stored, to_stored
@@ -139,15 +140,11 @@ class CommandLedger:
         self._lock_fd: int | None = lock_fd
         self._state = state  # what is on disk
         self._active = active
-        self._mutex = threading.Lock()
-        # Group commit: changes queue here while a write is on its way to disk; the
-        # next writer applies them all and writes once (one fsync for many threads).
-        self._turn = threading.Condition(self._mutex)
-        self._queued: list[Change] = []
-        self._writing = False
-        self._next_batch = 1
-        self._done = 0
-        self._errors: dict[int, BaseException] = {}
+        self._mutex = threading.Lock()  # guards the state and the lock descriptor
+        # Changes that arrive while a write is on its way to disk go in the next one
+        # (one fsync for many threads); close waits for a write on its way.
+        self._group = GroupCommit(self._write_batch)
+        self._writing = threading.Lock()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
@@ -192,9 +189,7 @@ class CommandLedger:
             raise
 
     def close(self) -> None:
-        with self._mutex:
-            while self._writing:
-                self._turn.wait()
+        with self._writing, self._mutex:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
@@ -214,40 +209,18 @@ class CommandLedger:
         """Apply `change` and make it durable before returning. Changes from threads that
         arrive while a write is on its way go to disk together in the next one; a failed
         write fails its changes (memory keeps what is on disk) and not the next ones."""
-        with self._turn:
+        with self._mutex:
             self._open_state()
-            self._queued.append(change)
-            mine = self._next_batch
-            while self._done < mine and self._writing:
-                self._turn.wait()
-            if self._done >= mine:
-                error = self._errors.get(mine)
-                if error is not None:
-                    raise error
-                return
-            self._writing = True
-            changes, self._queued = self._queued, []
-            number = self._next_batch
-            self._next_batch += 1
-            base = self._state
-        written: tuple[_State, Path] | None = None
-        error: BaseException | None = None
-        try:
+        self._group.submit(change)
+
+    def _write_batch(self, changes: list[Change]) -> None:
+        with self._writing:
+            with self._mutex:
+                base = self._open_state()  # closed meanwhile: the batch fails with ledger-closed
             written = self._write(base, changes)
-        except BaseException as exc:
-            error = exc
-        with self._turn:
             if written is not None:
-                self._state, self._active = written
-            self._writing = False
-            self._done = number
-            if error is not None:
-                self._errors[number] = error
-            for old in [n for n in self._errors if n < number - 64]:
-                del self._errors[old]  # their callers have long returned
-            self._turn.notify_all()
-        if error is not None:
-            raise error
+                with self._mutex:
+                    self._state, self._active = written
 
     def _write(self, base: _State, changes: list[Change]) -> tuple[_State, Path] | None:
         """The next generation with `changes` applied, written to the inactive slot

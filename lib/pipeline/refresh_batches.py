@@ -17,62 +17,28 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from lib.drivers.base import AgentDriver
 from lib.fabric.target import FabricTarget
+from lib.group_commit import GroupCommit
 from lib.pipeline.refresh import refresh_sessions
-
-
-class _Target:
-    """The batch state of one target."""
-
-    def __init__(self) -> None:
-        self.pending: dict[tuple[str, str], AgentDriver] = {}
-        self.next_batch = 1  # the batch that will take what is pending now
-        self.done = 0  # the last batch that finished
-        self.running = False
-        self.errors: dict[int, BaseException] = {}
 
 
 class RefreshBatches:
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._targets: dict[int, _Target] = {}
+        self._lock = threading.Lock()
+        self._targets: dict[int, GroupCommit[tuple[AgentDriver, str]]] = {}
 
     def refresh(self, target: FabricTarget, driver: AgentDriver, native_session_id: str) -> None:
         """Publish the session's current state; raises what its batch's publication raised."""
-        with self._cond:
-            state = self._targets.setdefault(id(target), _Target())
-            state.pending[(driver.source.id, native_session_id)] = driver
-            mine = state.next_batch
-            while state.done < mine and state.running:
-                self._cond.wait()
-            if state.done >= mine:
-                self._raise_if_failed(state, mine)
-                return
-            # No batch runs and ours has not run: this caller publishes it.
-            state.running = True
-            batch, state.pending = state.pending, {}
-            number = state.next_batch
-            state.next_batch += 1
-        error: BaseException | None = None
-        try:
-            refresh_sessions(target, [(drv, sid) for (_source, sid), drv in batch.items()])
-        except BaseException as exc:  # handed to every caller of the batch
-            error = exc
-        with self._cond:
-            state.running = False
-            state.done = number
-            if error is not None:
-                state.errors[number] = error
-            for old in [n for n in state.errors if n < number - 64]:
-                del state.errors[old]  # callers of old batches have long returned
-            self._cond.notify_all()
-        if error is not None:
-            raise error
+        with self._lock:
+            group = self._targets.get(id(target))
+            if group is None:
+                group = self._targets[id(target)] = GroupCommit(lambda batch: _refresh_batch(target, batch))
+        group.submit((driver, native_session_id))
 
-    @staticmethod
-    def _raise_if_failed(state: _Target, batch: int) -> None:
-        error = state.errors.get(batch)
-        if error is not None:
-            raise error
+
+def _refresh_batch(target: FabricTarget, batch: list[tuple[AgentDriver, str]]) -> None:
+    """One publication for the batch; a session asked for twice is read once."""
+    sessions = {(driver.source.id, sid): (driver, sid) for driver, sid in batch}
+    refresh_sessions(target, list(sessions.values()))
 
 
 class BackgroundRefreshes:

@@ -133,7 +133,7 @@ def test_fake_slow_disk_changes_arriving_during_a_write_share_the_next_write(tmp
         assert first.wait(30)
         for t in threads[1:]:
             t.start()
-        while len(ledger._queued) < 7:  # the other seven are queued behind the first write
+        while ledger._group.queued() < 7:  # the other seven are queued behind the first write
             threading.Event().wait(0.005)
         release.set()
         for t in threads:

@@ -66,7 +66,7 @@ def test_requests_arriving_while_a_refresh_runs_share_the_next_publication(tmp_p
         thread.start()
     # b, c and b again are all pending behind the running batch before it ends
     deadline = threading.Event()
-    while len(batches._targets[id(target)].pending) < 2 and not deadline.wait(0.01):
+    while batches._targets[id(target)].queued() < 3 and not deadline.wait(0.01):
         pass
     held.open()
     for thread in [first, *others]:

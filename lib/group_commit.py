@@ -1,0 +1,75 @@
+"""Group commit: what arrives while one commit is on its way goes together into the next.
+
+The ledger's durable writes, the receipt commits and the worker's session refreshes are
+each slow (an fsync, a store transaction, a publication) and asked for by many threads
+at once. `GroupCommit(commit).submit(item)` blocks until a commit holding `item` has
+finished and raises what that commit raised (a failed commit fails its own items only,
+never the next ones). The first caller of a batch is its leader: it waits for the commit
+before it to end, closes the batch and runs `commit(items)` for everyone in it; the
+others wait on their batch alone, so the end of a commit wakes only the threads it
+concerns (one condition for all made every waiter re-check on every commit).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _Batch(Generic[T]):
+    __slots__ = ("items", "may_start", "done", "error")
+
+    def __init__(self) -> None:
+        self.items: list[T] = []
+        self.may_start = threading.Event()  # the commit before this one has ended
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class GroupCommit(Generic[T]):
+    def __init__(self, commit: Callable[[list[T]], None]) -> None:
+        self._commit = commit
+        self._lock = threading.Lock()
+        self._open: _Batch[T] = _Batch()  # the batch new items join
+        self._running = False
+
+    def submit(self, item: T) -> None:
+        """Commit `item` with whatever else arrives meanwhile; raises its commit's error."""
+        with self._lock:
+            batch = self._open
+            batch.items.append(item)
+            leader = len(batch.items) == 1
+            if leader and not self._running:
+                batch.may_start.set()
+        if leader:
+            self._lead(batch)
+        else:
+            batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+
+    def queued(self) -> int:
+        """How many items wait for the next commit (not the one on its way)."""
+        with self._lock:
+            return len(self._open.items)
+
+    def _lead(self, batch: _Batch[T]) -> None:
+        batch.may_start.wait()
+        with self._lock:
+            self._running = True
+            self._open = _Batch()  # later items join the next batch
+            items = list(batch.items)
+        try:
+            self._commit(items)
+        except BaseException as exc:  # handed to every caller of the batch
+            batch.error = exc
+        finally:
+            with self._lock:
+                self._running = False
+                following = self._open
+                if following.items:  # its leader waits for this commit to end
+                    following.may_start.set()
+            batch.done.set()
