@@ -20,8 +20,10 @@ $(NODE_STAMP): package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
+# Two workers: most tests wait on real provider processes and disk, not on the CPU.
+# A file's tests stay on one worker, so its module fixtures are built once.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: install
 	$(VENV)/bin/ruff check cli lib tests
