@@ -20,10 +20,8 @@ using the conversation). Modes and models are kept in memory per session.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,6 +29,16 @@ from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnava
 from lib.drivers.child_channels import report_provider_output
 from lib.drivers.claude_desktop import DesktopStarts, Opener
 from lib.drivers.claude_loop import ClaudeLoop
+from lib.drivers.claude_options import (
+    CONFIG_OPTIONS,
+    MODEL_OPTION,
+    MODES,
+    config_dir_of,
+    conversation_fields,
+    is_uuid,
+    modes_of,
+    start_directory,
+)
 from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, PendingPrompt
 from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
 from lib.drivers.claude_sessions import message_event, normalized_messages, summary_from_info
@@ -50,30 +58,7 @@ __all__ = ["CONFIG_DIR_VARIABLE", "PAGE_SIZE", "ClaudeAgentSdkDriver", "ClaudeSd
 
 PAGE_SIZE = 100
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
-# Claude Code's permission modes this driver accepts; bypassPermissions only with
-# allowDangerFullAccess. (`auto` is left out: not checked against the pinned CLI.)
-MODES = ("acceptEdits", "default", "dontAsk", "plan")
-BYPASS = "bypassPermissions"
-MODEL_OPTION = "model"
-CONFIG_OPTIONS = {
-    MODEL_OPTION: {"id": MODEL_OPTION, "name": "Model", "type": "string",
-                   "description": "The Claude model of this driver's later prompts on the session "
-                                  "(a name or alias the Claude Code CLI accepts)"},
-}
-# Claude Code's own system prompt, as a Claude Code session has it (the SDK's default is empty).
-SYSTEM_PROMPT = {"type": "preset", "preset": "claude_code"}
-
 _T = TypeVar("_T")
-
-
-def config_dir_of(config: AgentSourceConfig) -> str | None:
-    """`configDir`, else a `CLAUDE_CONFIG_DIR` in the source's `env`, else None (the SDK's
-    default)."""
-    return config.config_dir or config.env.get(CONFIG_DIR_VARIABLE) or None
-
-
-def modes_of(config: AgentSourceConfig) -> list[str]:
-    return sorted([*MODES, BYPASS] if config.allow_danger_full_access else MODES)
 
 
 def parse_offset(cursor: str | None) -> int:
@@ -85,13 +70,6 @@ def parse_offset(cursor: str | None) -> int:
             f"cursor {cursor!r} is not one this driver made: expected a decimal offset such as '100'",
         )
     return int(cursor)
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        return str(uuid.UUID(text)) == text.lower()
-    except ValueError:
-        return False
 
 
 class ClaudeAgentSdkDriver(AgentDriver):
@@ -249,11 +227,11 @@ class ClaudeAgentSdkDriver(AgentDriver):
     def start_session(self, native_session_id: str, input: StartInput,
                       options: CommandExecutionOptions | None = None) -> CommandExecutionResult:
         options = options or CommandExecutionOptions()
-        if not _is_uuid(native_session_id):
+        if not is_uuid(native_session_id):
             return CommandExecutionResult.failure(
                 "failed", "invalid-session-id",
                 f"a Claude session id must be a lowercase UUID, not {native_session_id!r}")
-        directory = self._start_directory(input.cwd)
+        directory = start_directory(self.config, self.source.id, input.cwd)
         if isinstance(directory, CommandExecutionResult):
             return directory
         if self._desktop is not None:
@@ -355,25 +333,6 @@ class ClaudeAgentSdkDriver(AgentDriver):
             return CommandExecutionResult.failure("failed", "session-lookup-failed", exc.message)
         return self._prompts.refused(record) or info
 
-    def _start_directory(self, named: str | None) -> str | CommandExecutionResult:
-        """Where a start runs: the source's cwd (any other named directory fails), else the
-        named one, required and made absolute; it must be an existing directory."""
-        configured = self.config.cwd
-        if configured is not None:
-            if named is not None and os.path.realpath(os.path.abspath(named)) != os.path.realpath(configured):
-                return CommandExecutionResult.failure(
-                    "failed", "wrong-directory",
-                    f"source {self.source.id} starts sessions in {configured} only, not in {named}")
-            directory = configured
-        elif named is None:
-            return CommandExecutionResult.failure(
-                "failed", "cwd-required", f"source {self.source.id} has no cwd: the start must name its directory")
-        else:
-            directory = os.path.abspath(os.path.expanduser(named))
-        if not os.path.isdir(directory):
-            return CommandExecutionResult.failure("failed", "no-such-directory", f"{directory} is not a directory")
-        return directory
-
     def _desktop_start(self, session: str, input: StartInput, directory: str) -> CommandExecutionResult:
         if input.mode is not None:
             return CommandExecutionResult.failure(
@@ -398,25 +357,9 @@ class ClaudeAgentSdkDriver(AgentDriver):
             return self._modes.get(session)
 
     def _fields(self, session: str, directory: str, *, mode: str | None) -> dict[str, Any]:
-        """The `ClaudeAgentOptions` of one conversation: its own environment, directory,
-        mode and model; nothing of our process's environment is changed."""
-        env = dict(self.config.env)
-        config_dir = config_dir_of(self.config)
-        if config_dir is not None:
-            env[CONFIG_DIR_VARIABLE] = config_dir
-        if mode == BYPASS and hasattr(os, "geteuid") and os.geteuid() == 0:
-            # The CLI refuses to skip permissions as root unless told it runs in a sandbox.
-            env.setdefault("IS_SANDBOX", "1")
-        fields: dict[str, Any] = {"cwd": directory, "env": env, "system_prompt": SYSTEM_PROMPT}
-        if mode is not None:
-            fields["permission_mode"] = mode
         with self._lock:
             model = self._models.get(session)
-        if model is not None:
-            fields["model"] = model
-        if self.config.command:
-            fields["cli_path"] = self.config.command[0]
-        return fields
+        return conversation_fields(self.config, directory, mode=mode, model=model)
 
     def _unsupported_mode(self, mode: str) -> CommandExecutionResult:
         return CommandExecutionResult.failure(

@@ -52,7 +52,7 @@ class ClaudeLoop:
         """Run `coroutine` on the loop; its future. `driver-stopped` when the loop is gone."""
         with self._lock:
             loop = self._loop
-            if loop is None or loop.is_closed() or not loop.is_running() and self._thread is None:
+            if loop is None or self._thread is None or loop.is_closed():
                 coroutine.close()
                 raise DriverError("driver-stopped", f"{self._name} is not running")
             return asyncio.run_coroutine_threadsafe(coroutine, loop)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -41,8 +42,9 @@ class Setup:
 
     def config(self, **fields) -> AgentSourceConfig:
         fields.setdefault("cwd", str(self.work))
-        return AgentSourceConfig(id="claude", driver="claude-agent-sdk", config_dir=str(self.config_dir),
-                                 env=self.env, **fields)
+        fields.setdefault("id", "claude")
+        fields.setdefault("config_dir", str(self.config_dir))
+        return AgentSourceConfig(driver="claude-agent-sdk", env=self.env, **fields)
 
     def session(self, name: str, *, cwd: Path | None = None) -> str:
         """A new fixture session (one turn) in `cwd` (default: the work directory)."""
@@ -90,6 +92,14 @@ def in_thread(call) -> tuple[threading.Thread, dict]:
     worker = threading.Thread(target=body, daemon=True)
     worker.start()
     return worker, outcome
+
+
+def wait_until(condition) -> None:
+    deadline = time.monotonic() + GUARD_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never became true")
+        time.sleep(0.05)
 
 
 def texts(driver, session: str) -> list[tuple[str, str]]:
@@ -193,6 +203,32 @@ def test_a_second_prompt_on_a_running_session_needs_confirmation(driver, setup):
     setup.server.release_holds()
     worker.join(GUARD_SECONDS)
     assert outcome["result"].status == "succeeded"
+
+
+def test_prompts_of_two_sources_run_at_once_each_with_its_own_config_dir(setup, tmp_path):
+    first = setup.session("concurrent-a")
+    second_dir = make_config_dir(tmp_path / "second-config", [
+        FixtureSession(id=session_id("concurrent-b"), cwd=str(setup.work), turns=(FixtureTurn("B?", "B."),),
+                       created_at=WHEN, updated_at=WHEN, branch=None)])
+    one = ClaudeAgentSdkDriver(setup.config())
+    two = ClaudeAgentSdkDriver(setup.config(id="claude-two", config_dir=str(second_dir)))
+    one.start()
+    two.start()
+    try:
+        work_a, out_a = in_thread(lambda: one.prompt(first, PromptInput(text="HOLD source one")))
+        work_b, out_b = in_thread(lambda: two.prompt(session_id("concurrent-b"), PromptInput(text="HOLD source two")))
+        wait_until(lambda: {"HOLD source one", "HOLD source two"} <= set(setup.server.prompts))
+        # Both conversations are held open at once, each CLI with its own configuration directory.
+        dirs = sorted(child.environ["CLAUDE_CONFIG_DIR"] for child in claude_children())
+        assert dirs == sorted([str(setup.config_dir), str(second_dir)])
+        assert "CLAUDE_CONFIG_DIR" not in os.environ or os.environ["CLAUDE_CONFIG_DIR"] not in dirs
+        setup.server.release_holds()
+        work_a.join(GUARD_SECONDS)
+        work_b.join(GUARD_SECONDS)
+        assert out_a["result"].status == out_b["result"].status == "succeeded"
+    finally:
+        one.stop()
+        two.stop()
 
 
 # -- starts -------------------------------------------------------------------------
