@@ -57,6 +57,16 @@ class ClaudeLoop:
                 raise DriverError("driver-stopped", f"{self._name} is not running")
             return asyncio.run_coroutine_threadsafe(coroutine, loop)
 
+    def wait(self, future: concurrent.futures.Future[_T]) -> _T:
+        """`future.result()`, without an elapsed-time limit but not past the loop's end: a
+        future the stopped loop will never finish is cancelled (CancelledError)."""
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except concurrent.futures.TimeoutError:
+                if not self.running:
+                    future.cancel()
+
     def call_soon(self, callback: Any, *args: Any) -> None:
         """`callback(*args)` on the loop thread (nothing when the loop is gone)."""
         with self._lock:

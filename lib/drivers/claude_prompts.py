@@ -140,7 +140,12 @@ class ClaudePrompts:
         counted = False
         try:
             while True:
-                kind, payload = events.get()
+                try:
+                    kind, payload = events.get(timeout=0.5)
+                except queue.Empty:
+                    if not self._loop.running and not future.done():
+                        future.cancel()  # the stopped loop will never finish it
+                    continue
                 if kind == "done":
                     break
                 with self._lock:
@@ -265,8 +270,13 @@ class ClaudePrompts:
         if client is None:
             return CommandExecutionResult(status="succeeded", result={"interrupted": False})
         try:
-            self._loop.submit(client.interrupt()).result()
+            self._loop.wait(self._loop.submit(client.interrupt()))
         except Exception as exc:
+            with self._lock:
+                ended = self._pending.get(session) is not record
+            if ended:
+                return CommandExecutionResult.failure(
+                    "failed", "no-active-prompt", f"the prompt on session {session} ended before the cancel reached it")
             report_provider_output(f"the Claude Code CLI (source {self.source_id})", f"{type(exc).__name__}: {exc}")
             return CommandExecutionResult.failure(
                 "unknown", "interrupt-failed",
