@@ -45,7 +45,8 @@ class Faults:
     env: dict[str, str]
 
     def config(self, **fields) -> AgentSourceConfig:
-        return AgentSourceConfig(id="claude", driver="claude-agent-sdk", config_dir=str(self.config_dir),
+        fields.setdefault("id", "claude")
+        return AgentSourceConfig(driver="claude-agent-sdk", config_dir=str(self.config_dir),
                                  cwd=str(self.work), env=self.env, **fields)
 
     def session(self, name: str, *, poison: bytes | None = None) -> str:
@@ -96,6 +97,12 @@ def test_a_missing_cli_fails_prompts_as_cli_not_found_while_reads_go_on(faults):
         # The source degrades to what needs no CLI: inventory and reads.
         assert session in {s.native_session_id for s in driver.list_sessions().sessions}
         assert driver.read_session(session).summary.native_session_id == session
+        # Another source, with the bundled CLI, goes on prompting.
+        other = faults.driver(id="claude-bundled")
+        try:
+            assert other.prompt(session, PromptInput(text="From the other source")).status == "succeeded"
+        finally:
+            other.stop()
     finally:
         driver.stop()
 
