@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lib.drivers.claude_agent_sdk import ClaudeAgentSdkDriver
+from lib.drivers.claude_sdk_adapter import ClaudeSdkAdapter
 from lib.types import AgentSourceConfig, CommandExecutionOptions, PromptInput, StartInput
 from tests.support.claude_home import (
     FixtureSession,
@@ -174,6 +175,37 @@ def test_cancel_before_the_lookup_marks_the_prompt_and_claude_never_starts(drive
     assert (result.status, result.error.code) == ("failed", "cancelled")
     assert len(setup.server.prompts) == before
     assert ("user", "Never sent") not in texts(driver, session)
+
+
+class HeldLookupAdapter(ClaudeSdkAdapter):
+    """The real adapter, whose session lookup waits until the test lets it go on."""
+
+    def __init__(self, config_dir: str) -> None:
+        super().__init__(config_dir)
+        self.lookup_started, self.go_on = threading.Event(), threading.Event()
+
+    def get_session_info(self, session_id, directory):
+        self.lookup_started.set()
+        self.go_on.wait(GUARD_SECONDS)
+        return super().get_session_info(session_id, directory)
+
+
+def test_cancel_during_a_held_lookup_marks_the_prompt_and_claude_never_starts(setup):
+    session = setup.session("cancel-lookup")
+    adapter = HeldLookupAdapter(str(setup.config_dir))
+    driver = ClaudeAgentSdkDriver(setup.config(), adapter=adapter)
+    driver.start()
+    try:
+        before = len(setup.server.prompts)
+        worker, outcome = in_thread(lambda: driver.prompt(session, PromptInput(text="Never sent either")))
+        assert adapter.lookup_started.wait(GUARD_SECONDS)
+        assert driver.cancel(session).status == "succeeded"
+        adapter.go_on.set()
+        worker.join(GUARD_SECONDS)
+        assert (outcome["result"].status, outcome["result"].error.code) == ("failed", "cancelled")
+        assert len(setup.server.prompts) == before
+    finally:
+        driver.stop()
 
 
 def test_cancel_interrupts_a_prompt_the_fake_model_holds_open(driver, setup):
