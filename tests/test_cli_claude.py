@@ -46,7 +46,7 @@ def test_list_claude_writes_the_source_every_summary_and_the_outcome(world, env)
     assert source["id"] == "claude" and source["driver"] == "claude-agent-sdk"
     assert source["providerVersion"] == "2.1.332"
     assert source["capabilities"]["listSessions"] and source["capabilities"]["readSession"]
-    assert not source["capabilities"]["prompt"]
+    assert source["capabilities"]["prompt"] and source["capabilities"]["startSession"] is True
     summaries = {r["summary"]["nativeSessionId"]: r["summary"] for r in result.of("summary")}
     assert set(summaries) == world.every_id()
     titled = summaries[world.by_name()["app-titled"].id]

@@ -1,125 +1,66 @@
-"""The Claude driver: inventory and reads through the Claude Agent SDK's session functions.
+"""The Claude driver: sessions, prompts and starts through the Claude Agent SDK.
 
-The SDK owns its on-disk session format; this module never opens a session file. It
-calls `list_sessions`, `get_session_info` and `get_session_messages` (all synchronous,
-all filesystem work) through `ClaudeSdkAdapter`, which gives them the source's
-`configDir`. Those functions read `CLAUDE_CONFIG_DIR` from `os.environ` at call time and
-take no environment argument, so the adapter sets it for the length of one call, under
-one process-wide lock, and puts back what was there (the spec's "short serialized
-environment change", allowed for these inventory calls only; prompts will get an
-explicit environment object instead).
+Inventory and reads call the SDK's session functions through `ClaudeSdkAdapter`
+(claude_sdk_adapter.py, which gives them the source's `configDir`); this module never
+opens a session file. Pages of 100, the cursor is the decimal offset of the page's first
+session in the SDK's listing (newest file first), served from one whole listing taken at
+offset 0 (`ListingSnapshot`, claude_listing.py, says why). A source with `cwd` lists that project
+directory and, inside a Git repository, its worktrees; never its subdirectories. Without
+`cwd`, every project directory under `<configDir>/projects`.
 
-Inventory: pages of 100, the cursor is the decimal offset of the page's first session in
-the SDK's listing (newest file first), served from one whole listing taken at offset 0
-(`ListingSnapshot` in claude_listing.py says why). A source with `cwd` lists that project directory
-and, when it is inside a Git repository, its worktrees (the SDK's `include_worktrees`);
-never its subdirectories, which the SDK keys as projects of their own. Without `cwd`,
-every project directory under `<configDir>/projects`.
+Prompts and headless starts are SDK conversations on the driver's private event loop
+(claude_loop.py, claude_prompts.py), each given an explicit environment: the source's
+`env` and `CLAUDE_CONFIG_DIR`, never a change to ours. Desktop starts hand the prompt to
+the Claude app and pair the session it makes later (claude_desktop.py); a driver makes
+them instead of headless starts when it is given an opener.
 
 `active` is true only for a session on which a prompt this driver started is running,
 sampled when a list or read starts; otherwise null, never false (another process may be
-using the conversation). Prompts are not built yet, so no session is active; the set is
-where they will register.
+using the conversation). Modes and models are kept in memory per session.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
 from lib.drivers.child_channels import report_provider_output
+from lib.drivers.claude_desktop import DesktopStarts, Opener
 from lib.drivers.claude_listing import ListingSnapshot
-from lib.drivers.codex_threads import iso_time
+from lib.drivers.claude_loop import ClaudeLoop
+from lib.drivers.claude_options import (
+    CONFIG_OPTIONS,
+    MODEL_OPTION,
+    MODES,
+    config_dir_of,
+    conversation_fields,
+    is_uuid,
+    modes_of,
+    start_directory,
+)
+from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, PendingPrompt
+from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
+from lib.drivers.claude_sessions import message_event, normalized_messages, summary_from_info
 from lib.types import (
     AgentSourceConfig,
+    CommandExecutionOptions,
+    CommandExecutionResult,
     DriverCapabilities,
     NativeSessionSnapshot,
-    NormalizedMessage,
+    PromptInput,
     SessionPage,
-    SessionSummary,
-    preview,
+    SourceDescriptor,
+    StartInput,
 )
 
+__all__ = ["CONFIG_DIR_VARIABLE", "PAGE_SIZE", "ClaudeAgentSdkDriver", "ClaudeSdkAdapter", "config_dir_of"]
+
 PAGE_SIZE = 100
-CONFIG_DIR_VARIABLE = "CLAUDE_CONFIG_DIR"
-# Claude records `gitBranch: "HEAD"` outside a repository and on a detached HEAD: no branch.
-NO_BRANCH = "HEAD"
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
-
-# One lock for every Claude source in the process: the environment is process-wide.
-_ENVIRONMENT_LOCK = threading.Lock()
-
 _T = TypeVar("_T")
-
-
-@contextmanager
-def _environment(name: str, value: str | None) -> Iterator[None]:
-    """`os.environ[name] = value` (None: left as it is) for the block, under the
-    process-wide lock; the previous value (or its absence) comes back afterwards."""
-    if value is None:
-        yield
-        return
-    with _ENVIRONMENT_LOCK:
-        previous = os.environ.get(name)
-        os.environ[name] = value
-        try:
-            yield
-        finally:
-            if previous is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = previous
-
-
-class ClaudeSdkAdapter:
-    """The SDK operations the driver uses, each given the source's configuration directory.
-
-    `config_dir` None means the SDK's own default (this process's `CLAUDE_CONFIG_DIR`,
-    else `~/.claude`). The SDK is imported when the adapter is made: it is large (it
-    bundles the Claude Code CLI) and only Claude sources need it.
-    """
-
-    def __init__(self, config_dir: str | None) -> None:
-        try:
-            import claude_agent_sdk
-            from claude_agent_sdk._cli_version import __cli_version__
-        except ImportError as exc:
-            raise DriverUnavailable(
-                "sdk-not-installed",
-                f"the Claude Agent SDK (Python package claude-agent-sdk) cannot be imported: {exc}",
-            ) from None
-        self._sdk = claude_agent_sdk
-        self.config_dir = config_dir
-        self.cli_version: str | None = __cli_version__
-
-    def _call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        with _environment(CONFIG_DIR_VARIABLE, self.config_dir):
-            return function(*args, **kwargs)
-
-    def list_sessions(self, *, limit: int | None, offset: int, directory: str | None) -> list[Any]:
-        return self._call(self._sdk.list_sessions, directory=directory, limit=limit, offset=offset,
-                          include_worktrees=True)
-
-    def get_session_info(self, session_id: str, directory: str | None) -> Any | None:
-        return self._call(self._sdk.get_session_info, session_id, directory=directory)
-
-    def get_session_messages(self, session_id: str, directory: str | None) -> list[Any]:
-        # The Python SDK has no includeSystemMessages: it returns the user and assistant
-        # messages of the conversation chain only.
-        return self._call(self._sdk.get_session_messages, session_id, directory=directory)
-
-
-def config_dir_of(config: AgentSourceConfig) -> str | None:
-    """`configDir`, else a `CLAUDE_CONFIG_DIR` in the source's `env`, else None (the SDK's
-    default)."""
-    return config.config_dir or config.env.get(CONFIG_DIR_VARIABLE) or None
 
 
 def parse_offset(cursor: str | None) -> int:
@@ -142,6 +83,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
         *,
         page_size: int = PAGE_SIZE,
         adapter: ClaudeSdkAdapter | None = None,
+        desktop_opener: Opener | None = None,
     ) -> None:
         super().__init__(config)
         self.page_size = page_size
@@ -149,29 +91,54 @@ class ClaudeAgentSdkDriver(AgentDriver):
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
-        # Native session id -> prompts this driver started and that are still running.
-        # Empty until prompts are built; `active` is read from it.
-        self._running: dict[str, int] = {}
+        self._loop = ClaudeLoop(f"claude driver loop (source {self.source.id})")
+        self._prompts = ClaudePrompts(self.source.id, self._loop)
+        # Sessions with a conversation of this driver running (`active` reads it).
+        self._running = self._prompts.running
+        self._desktop = DesktopStarts(desktop_opener) if desktop_opener is not None else None
+        # Per session, in memory: the directory Claude keys it under, its mode, its model.
+        self._directories: dict[str, str] = {}
+        self._modes: dict[str, str] = {}
+        self._models: dict[str, str] = {}
         self._listing = ListingSnapshot()
 
     @classmethod
     def initial_capabilities(cls) -> DriverCapabilities:
-        return DriverCapabilities(list_sessions=True, read_session=True)
+        return DriverCapabilities(
+            list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True,
+            set_mode=True, set_config_option=True, start_session=True, modes=list(MODES),
+            config_options=CONFIG_OPTIONS,
+        )
+
+    @classmethod
+    def describe(cls, config: AgentSourceConfig) -> SourceDescriptor:
+        descriptor = super().describe(config)
+        descriptor.capabilities.modes = modes_of(config)
+        return descriptor
 
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self, signal: CancelSignal | None = None) -> None:
         if signal is not None:
             signal.raise_if_cancelled()
+        command = self.config.command
+        if command is not None and len(command) != 1:
+            raise DriverUnavailable(
+                "invalid-command",
+                f"source {self.source.id}: a Claude source's command names the Claude Code CLI only "
+                f"(one program, no arguments)")
         if self._adapter is None:
             self._adapter = ClaudeSdkAdapter(config_dir_of(self.config))
         self.source.provider_version = self._adapter.cli_version
+        self._loop.start()
         with self._lock:
             self._started = True
 
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
+        self._prompts.stop()
+        self._loop.stop(STOP_GRACE_SECONDS / 4)
 
     @property
     def adapter(self) -> ClaudeSdkAdapter:
@@ -187,7 +154,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
     def list_sessions(self, cursor: str | None = None) -> SessionPage:
         offset = parse_offset(cursor)
         adapter = self.adapter
-        owned = self._owned_sessions()  # sampled before the call, as for a read
+        owned = self._prompts.running_sessions()  # sampled before the call, as for a read
         # One more than a page says whether another page follows without an empty last page.
         infos = None if offset == 0 else self._listing.page(offset, self.page_size + 1)
         if infos is None:
@@ -202,7 +169,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
                 self._listing.replace(infos)
                 infos = infos[: self.page_size + 1]
         page = infos[: self.page_size]
-        sessions = [summary_from_info(info, active=info.session_id in owned) for info in page]
+        sessions = [self._summary(info, active=info.session_id in owned) for info in page]
         self._listing.listed(sessions)
         more = len(infos) > self.page_size
         if not more:
@@ -211,20 +178,20 @@ class ClaudeAgentSdkDriver(AgentDriver):
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         adapter = self.adapter
-        active = native_session_id in self._owned_sessions()  # sampled when the read starts
+        active = native_session_id in self._prompts.running_sessions()  # sampled when the read starts
         directory = self.config.cwd
         listed = self._listing.take_summary(native_session_id)
         if listed is not None:  # a copy: the listing's caller holds the same object
             summary = listed.model_copy(update={"active": True if active else None})
         else:
-            summary = summary_from_info(self._session_info(native_session_id), active=active)
+            summary = self._summary(self._session_info(native_session_id), active=active)
         messages = self._provider_call(
             "get_session_messages", lambda: adapter.get_session_messages(native_session_id, directory)
         )
         if not messages:
             # No messages: an empty session, or one deleted since it was listed. Only
             # the SDK's information says which.
-            summary = summary_from_info(self._session_info(native_session_id), active=active)
+            summary = self._summary(self._session_info(native_session_id), active=active)
         events = [message_event(message) for message in messages]
         return NativeSessionSnapshot(
             summary=summary,
@@ -232,8 +199,6 @@ class ClaudeAgentSdkDriver(AgentDriver):
             normalized_messages=normalized_messages(events),
             complete=True,
         )
-
-    # -- internals -------------------------------------------------------------------
 
     def _session_info(self, native_session_id: str) -> Any:
         """The SDK's information about a session; `session-not-found` when it has none."""
@@ -248,9 +213,187 @@ class ClaudeAgentSdkDriver(AgentDriver):
             )
         return info
 
-    def _owned_sessions(self) -> set[str]:
+    def _summary(self, info: Any, *, active: bool):
+        if isinstance(info.cwd, str) and info.cwd:
+            with self._lock:
+                self._directories.setdefault(str(info.session_id), info.cwd)
+        started_as = self._desktop.started_as(info) if self._desktop is not None else None
+        return summary_from_info(info, active=active, started_as=started_as)
+
+    # -- commands --------------------------------------------------------------------
+
+    def prompt(self, native_session_id: str, input: PromptInput,
+               options: CommandExecutionOptions | None = None) -> CommandExecutionResult:
+        options = options or CommandExecutionOptions()
+        admitted = self._admit(native_session_id)
+        if isinstance(admitted, CommandExecutionResult):
+            return admitted
+        try:
+            if options.on_cancellation_ready is not None:
+                options.on_cancellation_ready()
+            with self._lock:
+                directory = self._directories.get(native_session_id)
+            if directory is None:
+                found = self._lookup(admitted, native_session_id, self.config.cwd)
+                if isinstance(found, CommandExecutionResult):
+                    return found
+                if found is None:
+                    return CommandExecutionResult.failure(
+                        "failed", "session-not-found",
+                        f"Claude has no session {native_session_id} for source {self.source.id}")
+                directory = found.cwd if isinstance(found.cwd, str) and found.cwd else self.config.cwd
+                if directory is None:
+                    return CommandExecutionResult.failure(
+                        "failed", "no-directory",
+                        f"session {native_session_id} records no directory and source {self.source.id} has no cwd")
+            fields = self._fields(native_session_id, directory, mode=self._mode(native_session_id))
+            fields["resume"] = native_session_id
+            return self._prompts.run(admitted, self._adapter, fields, input.text, options.on_session_active)
+        finally:
+            self._prompts.release(admitted)
+
+    def start_session(self, native_session_id: str, input: StartInput,
+                      options: CommandExecutionOptions | None = None) -> CommandExecutionResult:
+        options = options or CommandExecutionOptions()
+        if not is_uuid(native_session_id):
+            return CommandExecutionResult.failure(
+                "failed", "invalid-session-id",
+                f"a Claude session id must be a lowercase UUID, not {native_session_id!r}")
+        directory = start_directory(self.config, self.source.id, input.cwd)
+        if isinstance(directory, CommandExecutionResult):
+            return directory
+        if self._desktop is not None:
+            return self._desktop_start(native_session_id, input, directory)
+        if input.mode is not None and input.mode not in self.source.capabilities.modes:
+            return self._unsupported_mode(input.mode)
+        admitted = self._admit(native_session_id)
+        if isinstance(admitted, CommandExecutionResult):
+            return admitted
+        try:
+            if options.on_cancellation_ready is not None:
+                options.on_cancellation_ready()
+            found = self._lookup(admitted, native_session_id, None)
+            if isinstance(found, CommandExecutionResult):
+                return found
+            if found is not None:
+                return CommandExecutionResult.failure(
+                    "failed", "session-exists", f"Claude already has a session {native_session_id}")
+            fields = self._fields(native_session_id, directory, mode=input.mode)
+            fields["session_id"] = native_session_id
+            if input.title:
+                fields["extra_args"] = {"name": input.title}  # titled from its first message
+            result = self._prompts.run(admitted, self._adapter, fields, input.text, options.on_session_active)
+        finally:
+            self._prompts.release(admitted)
+        if result.status == "succeeded":
+            with self._lock:
+                self._directories[native_session_id] = directory
+                if input.mode is not None:
+                    self._modes[native_session_id] = input.mode
+        result.result = {**(result.result or {}), "nativeSessionId": native_session_id, "cwd": directory}
+        return result
+
+    def cancel(self, native_session_id: str) -> CommandExecutionResult:
+        return self._prompts.cancel(native_session_id)
+
+    def rename_session(self, native_session_id: str, title: str) -> CommandExecutionResult:
+        try:
+            adapter = self.adapter
+        except DriverError as exc:
+            return CommandExecutionResult.failure("failed", exc.code, exc.message)
         with self._lock:
-            return {session for session, count in self._running.items() if count > 0}
+            directory = self._directories.get(native_session_id) or self.config.cwd
+        try:
+            adapter.rename_session(native_session_id, title, directory)
+        except FileNotFoundError:
+            return CommandExecutionResult.failure(
+                "failed", "session-not-found", f"Claude has no session {native_session_id} to rename")
+        except ValueError as exc:
+            return CommandExecutionResult.failure("failed", "invalid-rename", f"Claude refused the rename: {exc}")
+        except Exception as exc:
+            report_provider_output(f"the Claude Agent SDK's rename_session (source {self.source.id})",
+                                   f"{type(exc).__name__}: {exc}")
+            return CommandExecutionResult.failure(
+                "failed", "provider-error", f"the Claude Agent SDK's rename_session failed ({type(exc).__name__})")
+        return CommandExecutionResult(status="succeeded", result={"title": title})
+
+    def set_mode(self, native_session_id: str, mode: str) -> CommandExecutionResult:
+        if mode not in self.source.capabilities.modes:
+            return self._unsupported_mode(mode)
+        with self._lock:
+            self._modes[native_session_id] = mode
+        return CommandExecutionResult(status="succeeded", result={"mode": mode})
+
+    def set_config_option(self, native_session_id: str, key: str, value: Any) -> CommandExecutionResult:
+        if key != MODEL_OPTION:
+            return CommandExecutionResult.failure(
+                "unsupported", "unsupported-option",
+                f"source {self.source.id} has no option {key!r}; it has: {MODEL_OPTION}")
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return CommandExecutionResult.failure(
+                "failed", "invalid-value", "the model must be a non-empty string (or null for Claude's default)")
+        with self._lock:
+            if value is None:
+                self._models.pop(native_session_id, None)
+            else:
+                self._models[native_session_id] = value.strip()
+        return CommandExecutionResult(status="succeeded", result={"key": key, "value": value})
+
+    # -- internals -------------------------------------------------------------------
+
+    def _admit(self, session: str) -> PendingPrompt | CommandExecutionResult:
+        with self._lock:
+            stopped, started = self._stopped, self._started and self._adapter is not None
+        if stopped or not started:
+            code, what = ("driver-stopped", "was stopped") if stopped else ("driver-not-started", "was not started")
+            return CommandExecutionResult.failure("failed", code, f"the Claude driver of source {self.source.id} {what}")
+        self._listing.forget(session)  # the listed summary no longer describes it
+        return self._prompts.admit(session)
+
+    def _lookup(self, record: PendingPrompt, session: str, directory: str | None) -> Any:
+        """The session's info (None: none), or the failure that ends the command: the
+        lookup failed, or the prompt was cancelled or stopped while it ran."""
+        refused = self._prompts.refused(record)
+        if refused is not None:
+            return refused
+        try:
+            info = self._provider_call("get_session_info", lambda: self._adapter.get_session_info(session, directory))
+        except DriverError as exc:
+            return CommandExecutionResult.failure("failed", "session-lookup-failed", exc.message)
+        return self._prompts.refused(record) or info
+
+    def _desktop_start(self, session: str, input: StartInput, directory: str) -> CommandExecutionResult:
+        if input.mode is not None:
+            return CommandExecutionResult.failure(
+                "unsupported", "unsupported-mode",
+                "a desktop start takes no mode: the Claude app's own permission setting applies")
+        try:
+            adapter = self.adapter
+            inventory = self._provider_call(
+                "list_sessions", lambda: adapter.list_sessions(limit=None, offset=0, directory=None))
+            result = self._desktop.start(session, directory, input.text,  # type: ignore[union-attr]
+                                         lambda: [str(info.session_id) for info in inventory])
+        except DriverError as exc:
+            return CommandExecutionResult.failure("failed", exc.code, exc.message)
+        except Exception as exc:
+            return CommandExecutionResult.failure(
+                "unknown", "opener-failed",
+                f"opening the Claude app raised {type(exc).__name__}; whether it opened is unknown")
+        return CommandExecutionResult(status="succeeded", result=result)
+
+    def _mode(self, session: str) -> str | None:
+        with self._lock:
+            return self._modes.get(session)
+
+    def _fields(self, session: str, directory: str, *, mode: str | None) -> dict[str, Any]:
+        with self._lock:
+            model = self._models.get(session)
+        return conversation_fields(self.config, directory, mode=mode, model=model)
+
+    def _unsupported_mode(self, mode: str) -> CommandExecutionResult:
+        return CommandExecutionResult.failure(
+            "unsupported", "unsupported-mode",
+            f"source {self.source.id} has no mode {mode!r}; it has: {', '.join(self.source.capabilities.modes)}")
 
     def _provider_call(self, name: str, call: Callable[[], _T]) -> _T:
         """One SDK call; anything it raises becomes a DriverError naming the call and the
@@ -268,121 +411,3 @@ class ClaudeAgentSdkDriver(AgentDriver):
                 f"the Claude Agent SDK's {name} failed for source {self.source.id} ({type(exc).__name__})",
                 detail=detail,
             ) from None
-
-
-# -- mapping -------------------------------------------------------------------------
-
-
-def _first_line(text: Any) -> str | None:
-    if not isinstance(text, str):
-        return None
-    for line in text.splitlines():
-        if line.strip():
-            return preview(line.strip())
-    return None
-
-
-def summary_from_info(info: Any, *, active: bool = False) -> SessionSummary:
-    """An `SDKSessionInfo` as a summary. Title: the session's title (the user's, else the
-    one Claude generated), else the SDK's display summary (last prompt, else first)."""
-    raw = _plain(info)
-    branch = info.git_branch if isinstance(info.git_branch, str) and info.git_branch != NO_BRANCH else None
-    return SessionSummary(
-        native_session_id=str(info.session_id),
-        title=_first_line(info.custom_title) or _first_line(info.summary),
-        cwd=info.cwd if isinstance(info.cwd, str) and info.cwd else None,
-        created_at=iso_time(info.created_at),
-        updated_at=iso_time(info.last_modified),
-        archived=None,
-        active=True if active else None,
-        git_branch=branch,
-        raw=raw,
-    )
-
-
-def message_event(message: Any) -> dict[str, Any]:
-    """A `SessionMessage` as a native event: its fields as the SDK names them."""
-    return _plain(message)
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """The record's fields by name. Shallow on purpose: the SDK parses every call's values
-    afresh and keeps no reference to them, and `dataclasses.asdict`'s deep copy of each
-    message's content was a third of a read's time."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {name: getattr(value, name) for name in _field_names(type(value))}
-    if isinstance(value, dict):
-        return dict(value)
-    raise DriverError("provider-error", f"the Claude Agent SDK returned a {type(value).__name__}, not a record")
-
-
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(cls))
-
-
-def _block_text(block: Any) -> str:
-    if isinstance(block, str):
-        return block
-    if not isinstance(block, dict):
-        return ""
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text") or "")
-    if kind == "tool_use":
-        return str(block.get("name") or "")
-    if kind == "tool_result":
-        return _content_text(block.get("content"))
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(text for text in (_block_text(block) for block in content) if text)
-    return ""
-
-
-def _only_tool_results(content: Any) -> bool:
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and all(isinstance(block, dict) and block.get("type") == "tool_result" for block in content)
-    )
-
-
-def normalized_messages(events: list[dict[str, Any]]) -> list[NormalizedMessage]:
-    """One message per event: id = its uuid, kind = its type (`user`, `assistant`), role
-    from the type (a user message holding only tool results is `tool`), text from the
-    content (text blocks, tool names, tool results). The SDK gives no timestamps."""
-    messages: list[NormalizedMessage] = []
-    seen: set[str] = set()
-    for index, event in enumerate(events):
-        kind = str(event.get("type") or "unknown")
-        body = event.get("message")
-        content = body.get("content") if isinstance(body, dict) else None
-        message_id = str(event.get("uuid") or f"message-{index}")
-        if message_id in seen:
-            message_id = f"{message_id}/{index}"
-        seen.add(message_id)
-        if kind == "assistant":
-            role = "assistant"
-        elif kind == "user":
-            role = "tool" if _only_tool_results(content) else "user"
-        else:
-            role = "other"
-        # Built without validation: every field is made here with its type, and the
-        # text is already a preview (validation was a quarter of a read's own time).
-        messages.append(
-            NormalizedMessage.model_construct(
-                id=message_id,
-                parent_id=None,
-                role=role,
-                kind=kind,
-                timestamp=None,
-                text=preview(_content_text(content)),
-                event_index=index,
-            )
-        )
-    return messages

@@ -62,25 +62,26 @@ def ids(driver) -> list[str]:
 # -- creation, capabilities --------------------------------------------------------
 
 
-def test_the_registry_creates_the_claude_driver_with_list_and_read_only(world):
+def test_the_registry_creates_the_claude_driver_with_every_command(world):
     driver = create_driver(config(world))
     assert isinstance(driver, ClaudeAgentSdkDriver)
     assert driver.source.id == "claude"
     caps = driver.source.capabilities
     assert caps.list_sessions and caps.read_session
-    assert not (caps.prompt or caps.cancel or caps.rename_session or caps.set_mode or caps.set_config_option)
-    assert caps.start_session is None
+    assert caps.prompt and caps.cancel and caps.rename_session and caps.set_mode and caps.set_config_option
+    assert caps.start_session is True
+    assert caps.modes == ["acceptEdits", "default", "dontAsk", "plan"]
+    assert list(caps.config_options) == ["model"]
+
+
+def test_bypass_permissions_is_advertised_only_with_allow_danger_full_access(world):
+    assert "bypassPermissions" not in create_driver(config(world)).source.capabilities.modes
+    allowed = create_driver(config(world, allow_danger_full_access=True)).source.capabilities.modes
+    assert allowed == ["acceptEdits", "bypassPermissions", "default", "dontAsk", "plan"]
 
 
 def test_start_reports_the_bundled_cli_version(driver):
     assert driver.source.provider_version == "2.1.332"
-
-
-def test_commands_are_unsupported_in_this_slice(driver):
-    from lib.types import PromptInput
-
-    result = driver.prompt("00000000-0000-4000-8000-000000000000", PromptInput(text="hi"))
-    assert result.status == "unsupported" and result.error.code == "unsupported"
 
 
 def test_a_cancelled_start_raises_cancelled(world):

@@ -1,0 +1,114 @@
+"""`ClaudeSdkAdapter`: the Claude Agent SDK operations the Claude driver uses, and nothing else.
+
+The session functions (`list_sessions`, `get_session_info`, `get_session_messages`,
+`rename_session`) are synchronous filesystem work that read `CLAUDE_CONFIG_DIR` from
+`os.environ` at call time and take no environment argument, so the adapter sets that one
+variable for the length of one call, under one process-wide lock, and puts back what was
+there (the spec's "short serialized environment change", for these calls only).
+
+Prompts never touch our environment: `client(options)` makes a `ClaudeSDKClient` whose
+`ClaudeAgentOptions.env` carries the source's values (the SDK merges them over a copy of
+the environment for the CLI child only), so prompts of different sources run at once.
+The spec names `query()`; the Python SDK's `query()` cannot be interrupted (research
+notes §4), so a prompt is one `ClaudeSDKClient` conversation: connect, one query, its
+messages up to the result, disconnect. That is the same CLI run `query()` makes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from lib.drivers.base import DriverUnavailable
+
+CONFIG_DIR_VARIABLE = "CLAUDE_CONFIG_DIR"
+
+# One lock for every Claude source in the process: the environment is process-wide.
+_ENVIRONMENT_LOCK = threading.Lock()
+
+_T = TypeVar("_T")
+
+
+@contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """`os.environ[name] = value` (None: left as it is) for the block, under the
+    process-wide lock; the previous value (or its absence) comes back afterwards."""
+    if value is None:
+        yield
+        return
+    with _ENVIRONMENT_LOCK:
+        previous = os.environ.get(name)
+        os.environ[name] = value
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = previous
+
+
+class ClaudeSdkAdapter:
+    """The SDK operations the driver uses, each given the source's configuration directory.
+
+    `config_dir` None means the SDK's own default (this process's `CLAUDE_CONFIG_DIR`,
+    else `~/.claude`). The SDK is imported when the adapter is made: it is large (it
+    bundles the Claude Code CLI) and only Claude sources need it.
+    """
+
+    def __init__(self, config_dir: str | None) -> None:
+        try:
+            import claude_agent_sdk
+            from claude_agent_sdk._cli_version import __cli_version__
+        except ImportError as exc:
+            raise DriverUnavailable(
+                "sdk-not-installed",
+                f"the Claude Agent SDK (Python package claude-agent-sdk) cannot be imported: {exc}",
+            ) from None
+        self._sdk = claude_agent_sdk
+        self.config_dir = config_dir
+        self.cli_version: str | None = __cli_version__
+
+    def _call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        with _environment(CONFIG_DIR_VARIABLE, self.config_dir):
+            return function(*args, **kwargs)
+
+    # -- session functions (synchronous) ---------------------------------------------
+
+    def list_sessions(self, *, limit: int | None, offset: int, directory: str | None) -> list[Any]:
+        return self._call(self._sdk.list_sessions, directory=directory, limit=limit, offset=offset,
+                          include_worktrees=True)
+
+    def get_session_info(self, session_id: str, directory: str | None) -> Any | None:
+        return self._call(self._sdk.get_session_info, session_id, directory=directory)
+
+    def get_session_messages(self, session_id: str, directory: str | None) -> list[Any]:
+        # The Python SDK has no includeSystemMessages: it returns the user and assistant
+        # messages of the conversation chain only.
+        return self._call(self._sdk.get_session_messages, session_id, directory=directory)
+
+    def rename_session(self, session_id: str, title: str, directory: str | None) -> None:
+        self._call(self._sdk.rename_session, session_id, title, directory=directory)
+
+    # -- prompts (asynchronous, on the driver's private loop) ---------------------------
+
+    def options(self, **fields: Any) -> Any:
+        """A `ClaudeAgentOptions` with these fields."""
+        return self._sdk.ClaudeAgentOptions(**fields)
+
+    def client(self, options: Any) -> Any:
+        """A `ClaudeSDKClient` (not connected) for one prompt."""
+        return self._sdk.ClaudeSDKClient(options)
+
+    def is_result(self, message: Any) -> bool:
+        return isinstance(message, self._sdk.ResultMessage)
+
+    def is_system(self, message: Any) -> bool:
+        return isinstance(message, self._sdk.SystemMessage)
+
+    @property
+    def cli_not_found(self) -> type[BaseException]:
+        return self._sdk.CLINotFoundError
