@@ -271,6 +271,25 @@ class PostgresStore(Store):
             ).fetchone()
         return value
 
+    def sequences(self, space: str) -> dict[str, int]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT q.name, q.value FROM fabric_sequences q "
+                "JOIN fabric_spaces s ON s.id = q.space_id WHERE s.did = %s",
+                (space,),
+            ).fetchall()
+        return dict(rows)
+
+    def advance_sequence(self, space: str, name: str, value: int) -> None:
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space, create=True)
+            conn.execute(
+                "INSERT INTO fabric_sequences (space_id, name, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (space_id, name) DO UPDATE SET "
+                "value = greatest(fabric_sequences.value, excluded.value)",
+                (space_id, name, value),
+            )
+
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)

@@ -363,6 +363,18 @@ class Store(abc.ABC):
         """The next value (1, 2, ...) of a named counter, allocated atomically across
         threads and processes; never repeats."""
 
+    def sequences(self, space: str) -> dict[str, int]:
+        """Every named counter of the space with the last value it gave (for copying a
+        space to another store, store_copy.py)."""
+        raise StoreError("store-unsupported", f"{type(self).__name__} cannot list its sequences")
+
+    def advance_sequence(self, space: str, name: str, value: int) -> None:
+        """Make the named counter's last value at least `value`, so it never gives a
+        number up to `value` again (for copying a space). This default allocates
+        numbers until it gets there; backends set the counter at once."""
+        while self.next_sequence(space, name) < value:
+            pass
+
     @abc.abstractmethod
     def lock(
         self, space: str, name: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
