@@ -18,6 +18,7 @@ SECTIONS = [
     "tests.bench.codex_bench",
     "tests.bench.target_bench",
     "tests.bench.sync_bench",
+    "tests.bench.postgres_bench",
     "tests.bench.command_bench",
     "tests.bench.host_bench",
 ]
