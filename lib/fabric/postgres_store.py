@@ -46,7 +46,7 @@ PUSH_FALLBACK_SECONDS = 2.0
 _UPSERT = """
 INSERT INTO fabric_documents (space_id, cell_id, seq, labels, value)
 SELECT %s, t.cell_id, %s, t.labels, t.value
-FROM unnest(%s::text[], %s::text[], %s::text[]) AS t (cell_id, labels, value)
+FROM unnest(%b::text[], %b::text[], %b::text[]) AS t (cell_id, labels, value)
 ON CONFLICT (space_id, cell_id) DO UPDATE SET
     seq = excluded.seq, labels = excluded.labels, value = excluded.value
 """
@@ -191,7 +191,7 @@ class PostgresStore(Store):
             with self._connection() as conn:
                 rows = conn.execute(
                     "SELECT cell_id, seq, labels, value FROM fabric_documents "
-                    "WHERE space_id = %s AND cell_id = ANY(%s::text[]) AND value IS NOT NULL",
+                    "WHERE space_id = %s AND cell_id = ANY(%b::text[]) AND value IS NOT NULL",
                     (space_id, batch),
                 ).fetchall()
             found = {cell_id: (seq, labels, text) for cell_id, seq, labels, text in rows}
@@ -335,7 +335,7 @@ class PostgresStore(Store):
         for start in range(0, len(ids), _BATCH):
             for cell_id, seq, labels, live in conn.execute(
                 "SELECT cell_id, seq, labels, value IS NOT NULL FROM fabric_documents "
-                "WHERE space_id = %s AND cell_id = ANY(%s::text[])",
+                "WHERE space_id = %s AND cell_id = ANY(%b::text[])",
                 (space_id, ids[start : start + _BATCH]),
             ):
                 rows[cell_id] = Row(seq, self._labels(labels), bool(live))
