@@ -21,9 +21,13 @@ def store_group() -> None:
 @store_group.command("copy")
 @click.argument("from_url", metavar="FROM")
 @click.argument("to_url", metavar="TO")
+@click.option("--lock-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds to wait for the space's publish and receipts locks (then exit 4).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON line even on a terminal.")
 @click.pass_obj
-def store_copy_command(app: AppContext, from_url: str, to_url: str, as_json: bool) -> None:
+def store_copy_command(
+    app: AppContext, from_url: str, to_url: str, lock_timeout: float, as_json: bool
+) -> None:
     """Copy the space (--space, default your identity's) from store FROM to store TO.
 
     Copies every cell with its labels, deletions and named sequences, then verifies the
@@ -45,9 +49,9 @@ def store_copy_command(app: AppContext, from_url: str, to_url: str, as_json: boo
         try:
             report = copy_space(
                 source, destination, space,
+                lock_timeout=lock_timeout,
                 on_lock_wait=lambda holder: app.say(
                     f"agentctl: waiting for a lock of the space ({describe_holder(holder)})"),
-                **({"lock_timeout": workspace.lock_timeout} if workspace.lock_timeout is not None else {}),
             )
         finally:
             destination.close()
