@@ -30,15 +30,21 @@ def connect(url: str) -> psycopg.Connection:
             application_name="agentctl",
         )
     except psycopg.Error as exc:
-        raise failure(url, exc) from None
+        raise failure(url, exc, hint=_CONNECT_HINT) from None
 
 
-def failure(url: str, exc: BaseException) -> StoreError:
+_CONNECT_HINT = "check that the server is up and the store URL (--store, AGENTCTL_STORE) is right"
+
+
+def failure(url: str, exc: BaseException, hint: str = "") -> StoreError:
     """`exc` as the store failure a user sees: one line, the password masked."""
     reason = " ".join(str(exc).split()) or type(exc).__name__
     for secret in _passwords(url):
         reason = reason.replace(secret, "***")
-    return StoreError("store-unavailable", f"store {display_store_url(url)} failed: {reason}")
+    return StoreError(
+        "store-unavailable",
+        f"store {display_store_url(url)} failed: {reason}" + (f"; {hint}" if hint else ""),
+    )
 
 
 def _passwords(url: str) -> list[str]:

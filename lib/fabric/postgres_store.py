@@ -63,6 +63,7 @@ class PostgresStore(Store):
         self._where = display_store_url(url)
         self._local = threading.local()
         self._connections: list[psycopg.Connection] = []
+        self._owners: dict[int, threading.Thread] = {}  # id(connection) -> its thread
         self._registry_lock = threading.Lock()
         self._space_ids: dict[str, int] = {}
         self._labels_cache: dict[str, Labels] = {}
@@ -87,20 +88,39 @@ class PostgresStore(Store):
             _INHERITED.extend(self._connections)
             self._local = threading.local()
             self._connections = []
+            self._owners = {}
             self._listener = None
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
             conn = self._local.conn = connect(self._url)
-            with self._registry_lock:
-                self._connections.append(conn)
+            self._register(conn)
         try:
             yield conn
         except psycopg.Error as exc:
             if conn.broken:  # the next call on this thread connects again
                 self._local.conn = None
                 with self._registry_lock, contextlib.suppress(ValueError):
+                    self._owners.pop(id(conn), None)
                     self._connections.remove(conn)
+                conn.close()
             raise failure(self._url, exc) from None
+
+    def _register(self, conn: psycopg.Connection) -> None:
+        """Keep the new connection for close(), and close those of threads that have
+        ended: each is a server session, and a long-running process starts threads."""
+        ended = []
+        with self._registry_lock:
+            owners = self._owners
+            owners[id(conn)] = threading.current_thread()
+            for old in list(self._connections):
+                owner = owners.get(id(old))
+                if owner is not None and not owner.is_alive():
+                    self._connections.remove(old)
+                    del owners[id(old)]
+                    ended.append(old)
+            self._connections.append(conn)
+        for old in ended:
+            old.close()
 
     def close(self) -> None:
         with self._registry_lock:

@@ -174,3 +174,62 @@ def test_a_command_subscription_is_woken_by_a_command_another_process_appends(po
     finally:
         subscription.close()
         target.store.close()
+
+
+def eventually(condition) -> bool:
+    """True once condition() is; False if it never is within the guard (a hang guard)."""
+    import time
+
+    deadline = time.monotonic() + GUARD
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def sessions_on(url: str) -> int:
+    """Server sessions connected to the database of `url`, this query's own excepted."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return count
+
+
+def test_connections_of_threads_that_ended_are_closed(postgres_url):
+    store = open_store(postgres_url)
+    try:
+        for n in range(20):  # one thread after another, each reading once, then ending
+            thread = threading.Thread(target=put, args=(store, A, {"n": n}))
+            thread.start()
+            thread.join(GUARD)
+        assert store.read(SPACE, A).value == {"n": 19}
+        # this thread's, and at most the last ended thread's (closed by the next one); a
+        # closed session leaves the server's list shortly after, hence the waits
+        assert eventually(lambda: sessions_on(postgres_url) <= 2)
+    finally:
+        store.close()
+    assert eventually(lambda: sessions_on(postgres_url) == 0)
+
+
+def test_a_broken_connection_fails_one_call_then_the_store_connects_again_fake_failure(postgres_url):
+    """The server ends this thread's session (pg_terminate_backend stands in for a
+    network failure or a server restart): that call is a store failure, the next works."""
+    import psycopg
+
+    store = open_store(postgres_url)
+    try:
+        put(store, A, {"before": True})
+        (pid,) = store._local.conn.execute("SELECT pg_backend_pid()").fetchone()
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreError) as caught:
+            store.read(SPACE, A)
+        assert caught.value.code == "store-unavailable"
+        assert store.read(SPACE, A).value == {"before": True}
+    finally:
+        store.close()

@@ -61,3 +61,29 @@ def test_two_syncs_from_two_codex_homes_publish_into_one_postgres_space_at_once(
     assert again.returncode == 0, again.stderr
     listed = run(["sessions"], desktop)
     assert {(r["sourceId"], r["nativeSessionId"]) for r in listed.of("session")} == expected
+
+
+def test_an_unreachable_postgres_store_is_one_line_that_never_shows_the_password(tmp_path):
+    url = f"postgresql://agent:hunter2-secret@/fabric?host={tmp_path}/no-server-here"
+    env = agentctl_env(tmp_path / "state", AGENTCTL_STORE=url)
+    for args in (["sessions"], ["show", "codex/x"], ["sync", "--lock-timeout", "1"]):
+        result = run(args, env)
+        assert result.returncode in (1, 2), (args, result.stderr)
+        assert "hunter2" not in result.stderr + result.stdout
+    result = run(["sessions"], env)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("agentctl: store postgresql://agent:***@/fabric") and "failed" in line
+
+
+def test_a_postgres_store_named_in_the_configuration_file_is_used(tmp_path, postgres_url):
+    config = tmp_path / "config.toml"
+    config.write_text(f'store = "{postgres_url}"\n')
+    env = agentctl_env(tmp_path / "state", config)
+    listed = run(["sessions"], env)
+    assert listed.returncode == 0, listed.stderr
+    store = open_store(postgres_url)
+    try:
+        assert store.store_id().startswith("postgresql:")  # the schema was made there
+    finally:
+        store.close()
