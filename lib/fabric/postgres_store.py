@@ -243,7 +243,7 @@ class PostgresStore(Store):
         self, space: str, seen: int, timeout: float, wake: threading.Event
     ) -> None:
         """Return when a commit to the space is notified, `wake` is set, or the
-        fallback interval passes; polls every `timeout` while not yet listening."""
+        fallback interval passes; polls every `timeout` while not listening."""
         with self._registry_lock:
             if self._listener is None and not self._closed:
                 self._listener = ChangeListener(self._url)
@@ -252,14 +252,13 @@ class PostgresStore(Store):
             wake.wait(timeout)
             return
         listener.start()
-        if not listener.listening:
-            wake.wait(timeout)
-            return
+        # registered even while not yet listening: the listener wakes every registered
+        # waiter when it starts listening, so none sleeps on through that moment
         listener.register(space, wake)
         try:
             if self.head(space) != seen:  # committed before we registered
                 return
-            wake.wait(max(timeout, PUSH_FALLBACK_SECONDS))
+            wake.wait(max(timeout, PUSH_FALLBACK_SECONDS) if listener.listening else timeout)
         finally:
             listener.unregister(space, wake)
 
