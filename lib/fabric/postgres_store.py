@@ -71,8 +71,12 @@ class PostgresStore(Store):
         self._store_id: str | None = None
         self._pid = os.getpid()
         self._listener: ChangeListener | None = None
-        with self._connection() as conn:
-            ensure_schema(conn, self._where)
+        try:
+            with self._connection() as conn:
+                ensure_schema(conn, self._where)
+        except BaseException:
+            self.close()  # a refused store (a newer schema) leaves no session open
+            raise
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
