@@ -164,3 +164,36 @@ def test_agentctl_store_copy_bad_input_is_one_line(tmp_path, postgres_url):
     assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1
     same = run(["store", "copy", postgres_url, postgres_url], env)
     assert same.returncode == 2 and "same store" in same.stderr
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request, sqlite_url):
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else sqlite_url
+    store = open_store(url)
+    yield store
+    store.close()
+
+
+def test_sequences_are_listed_and_advanced_but_never_lowered(any_store):
+    assert any_store.sequences(SPACE) == {}
+    any_store.next_sequence(SPACE, "observation")
+    any_store.advance_sequence(SPACE, "observation", 40)
+    any_store.advance_sequence(SPACE, "observation", 7)  # lower: no change
+    any_store.advance_sequence(SPACE, "fresh", 3)
+    assert any_store.sequences(SPACE) == {"observation": 40, "fresh": 3}
+    assert any_store.next_sequence(SPACE, "observation") == 41
+    assert any_store.sequences(OTHER) == {}
+
+
+def test_the_change_wait_returns_when_woken(any_store):
+    """The contract's wait: with nothing committed it returns once `wake` is set (the
+    timeout is far beyond the guard, so only the wake can end it in time)."""
+    import threading
+
+    wake, returned = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=lambda: (any_store.wait_for_change(SPACE, 0, 600, wake), returned.set()), daemon=True
+    )
+    thread.start()
+    wake.set()
+    assert returned.wait(60)
