@@ -129,12 +129,15 @@ class PostgresServer:
 
 if __name__ == "__main__":
     import signal
+    import sys
 
+    # SIGTERM (and SIGINT, which a shell's background job ignores) stop the server too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     running = PostgresServer.start()
     print(running.create_database("agentctl"), flush=True)
     try:
         signal.pause()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         running.stop()
