@@ -12,7 +12,9 @@ from cli.commands.recover import recover_command
 from cli.commands.serve import serve_command
 from cli.commands.sessions import sessions_command
 from cli.commands.show import show_command
+from cli.commands.store import store_group
 from cli.commands.sync import sync_command
 
 COMMANDS = [list_command, read_command, prepare_command, publish_command, sync_command, sessions_command, show_command,
-            command_group, receipts_command, recover_command, init_command, serve_command, health_command]
+            command_group, receipts_command, recover_command, init_command, serve_command, health_command,
+            store_group]

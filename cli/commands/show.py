@@ -11,6 +11,7 @@ import click
 from cli.context import AppContext
 from lib.errors import NotFoundError
 from lib.fabric.session_reader import SessionNotFound
+from lib.fabric.store_url import display_store_url
 from lib.pipeline.records import json_default, to_json_line
 from lib.transcript import DEFAULT_WIDTH, render_transcript
 
@@ -38,7 +39,7 @@ def show_command(app: AppContext, key: str, events: bool, as_json: bool) -> None
     workspace = app.workspace
     if not workspace.store_exists():
         raise NotFoundError(
-            "nothing-published", f"nothing is published yet in {workspace.resolved_store_url}; run agentctl sync"
+            "nothing-published", f"nothing is published yet in {display_store_url(workspace.resolved_store_url)}; run agentctl sync"
         )
     reader = workspace.session_reader()
     try:

@@ -221,7 +221,11 @@ class CommandSubscription:
         for producer, cell in self._watched.items():
             self._deliver(producer, cell)
         while not self._stop.is_set():
-            self._wake.wait(self._interval)
+            try:  # the store's wait: a poll interval, or until a pushed commit (PostgreSQL)
+                store.wait_for_change(space, seen, self._interval, self._wake)
+            except Exception:
+                log.exception("waiting for the store's change feed failed; polling")
+                self._wake.wait(self._interval)
             self._wake.clear()
             if self._stop.is_set():
                 return

@@ -299,6 +299,25 @@ class SQLiteStore(Store):
             ).fetchone()
         return value
 
+    def sequences(self, space: str) -> dict[str, int]:
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return {}
+            rows = conn.execute(
+                "SELECT name, value FROM sequences WHERE space_id = ?", (space_id,)
+            ).fetchall()
+        return dict(rows)
+
+    def advance_sequence(self, space: str, name: str, value: int) -> None:
+        with self._connection() as conn, self._write(conn):
+            space_id = self._space_id(conn, space, create=True)
+            conn.execute(
+                "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (space_id, name) DO UPDATE SET value = max(value, excluded.value)",
+                (space_id, name, value),
+            )
+
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)

@@ -19,7 +19,8 @@ Backends implement `_read_row` and `_commit`; the commit rules themselves are
 decided once, in `resolve_commit`, so every backend enforces the same ones. A
 commit that writes nothing takes no write lock: readers never wait for writers.
 A store also provides named cross-process locks per space (`Store.lock`).
-Backends: `sqlite_store.SQLiteStore` (embedded default). `open_store(url)`
+Backends: `sqlite_store.SQLiteStore` (embedded default) and
+`postgres_store.PostgresStore` (shared between machines). `open_store(url)`
 picks one by URL. `tests/fabric/store_contract.py` is the suite every backend
 must pass.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -341,6 +343,16 @@ class Store(abc.ABC):
         order then ID order. A cell written several times appears once, at its
         latest seq; a deleted cell appears and reads as None."""
 
+    def wait_for_change(
+        self, space: str, seen: int, timeout: float, wake: threading.Event
+    ) -> None:
+        """Wait between two reads of the change feed: return once the space's head may
+        have moved past `seen`, `wake` is set, or `timeout` seconds have passed (the
+        caller reads the feed either way). This default polls: it waits on `wake` for
+        `timeout`. A store that pushes its commits (PostgreSQL's LISTEN/NOTIFY) returns
+        as soon as one lands and may wait longer than `timeout` while pushes arrive."""
+        wake.wait(timeout)
+
     @abc.abstractmethod
     def store_id(self) -> str:
         """This store's identity: the same for every handle on it however its URL is
@@ -350,6 +362,18 @@ class Store(abc.ABC):
     def next_sequence(self, space: str, name: str) -> int:
         """The next value (1, 2, ...) of a named counter, allocated atomically across
         threads and processes; never repeats."""
+
+    def sequences(self, space: str) -> dict[str, int]:
+        """Every named counter of the space with the last value it gave (for copying a
+        space to another store, store_copy.py)."""
+        raise StoreError("store-unsupported", f"{type(self).__name__} cannot list its sequences")
+
+    def advance_sequence(self, space: str, name: str, value: int) -> None:
+        """Make the named counter's last value at least `value`, so it never gives a
+        number up to `value` again (for copying a space). This default allocates
+        numbers until it gets there; backends set the counter at once."""
+        while self.next_sequence(space, name) < value:
+            pass
 
     @abc.abstractmethod
     def lock(
@@ -392,10 +416,15 @@ class Store(abc.ABC):
 def open_store(url: str, *, notice: Callable[[str], None] | None = None) -> Store:
     """A store from its URL (store_url.py): `sqlite:///abs/path.db` or
     `sqlite:///:memory:`; a relative path must be resolved first (`resolve_store_url`).
+    `postgresql://` (or `postgres://`) URLs open a PostgreSQL store (postgres_store.py).
     `notice` hears what was done to make the store's files private."""
-    from lib.fabric.store_url import MEMORY, check_store_url, sqlite_path
+    from lib.fabric.store_url import MEMORY, check_store_url, is_postgres_url, sqlite_path
 
     check_store_url(url)
+    if is_postgres_url(url):
+        from lib.fabric.postgres_store import PostgresStore
+
+        return PostgresStore(url)
     path = sqlite_path(url)
     from lib.fabric.sqlite_store import SQLiteStore
 

@@ -11,11 +11,19 @@
 Three slashes always mean an absolute path, as in `file:///`: `sqlite:///data/x.db` is
 `/data/x.db`, never `./data/x.db` (SQLAlchemy reads it the other way). A host after
 `//` (`sqlite://server/x.db`) names no file and is refused, as is a NUL byte.
+
+    postgresql://user:pw@host:5432/db   a shared PostgreSQL store (postgres_store.py);
+    postgres://user@/db?host=/run/pg    `postgres:` is the same; libpq reads the rest
+                                        (a Unix socket directory as `host=`)
+
+A PostgreSQL URL is passed to libpq as written; wherever agentctl shows it, its
+password is masked (`display_store_url`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from lib.fabric.store_errors import StoreUrlError
 
@@ -56,11 +64,35 @@ def is_memory_url(url: str) -> bool:
 
 def check_store_url(url: str) -> None:
     """StoreUrlError unless `url` is a store URL this version can open (nothing is opened)."""
+    if is_postgres_url(url):
+        if "\0" in url:
+            raise StoreUrlError("store-url-invalid", "a store URL must not contain a NUL byte")
+        return
     if sqlite_path(url) is None:
         raise StoreUrlError(
             "store-url-unsupported",
-            f"unknown store URL {url!r}: use {_EXAMPLE} (or sqlite:path/relative/to/here.db)",
+            f"unknown store URL {display_store_url(url)!r}: use {_EXAMPLE} (or "
+            f"sqlite:path/relative/to/here.db, or postgresql://user@host/database)",
         )
+
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(url: str) -> bool:
+    """A `postgresql://` or `postgres://` URL (a PostgreSQL store)."""
+    scheme, sep, _rest = url.partition("://")
+    return bool(sep) and scheme.lower() in _POSTGRES_SCHEMES
+
+
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*):[^/?#]*@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def display_store_url(url: str) -> str:
+    """`url` as it may be shown: a password in it (user:PASSWORD@, or ?password=) masked."""
+    url = _USERINFO_PASSWORD.sub(r"\1:***@", url)
+    return _QUERY_PASSWORD.sub(r"\1***", url)
 
 
 def resolve_store_url(url: str, base: str | os.PathLike[str] | None) -> str:

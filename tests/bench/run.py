@@ -19,6 +19,7 @@ SECTIONS = [
     "tests.bench.claude_bench",
     "tests.bench.target_bench",
     "tests.bench.sync_bench",
+    "tests.bench.postgres_bench",
     "tests.bench.command_bench",
     "tests.bench.host_bench",
 ]

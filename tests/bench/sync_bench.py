@@ -94,9 +94,10 @@ def _corpus_driver(path: str, inventory: Path) -> Any:
     return CorpusDriver(AgentSourceConfig(id="codex", driver="codex-app-server"))
 
 
-def sync_twice(path: str, inventory: str) -> dict[str, Any]:
-    """Two syncs into a fresh store: the first publishes everything, the second finds
-    nothing changed. Returns both times and what each published."""
+def sync_twice(path: str, inventory: str, store_url: str = "") -> dict[str, Any]:
+    """Two syncs into a fresh store (the state directory's SQLite file, or `store_url`,
+    an empty one): the first publishes everything, the second finds nothing changed.
+    Returns both times and what each published."""
     from lib.pipeline.driver_pool import DriverPool
     from lib.pipeline.records import RecordSink, data_of
     from lib.pipeline.sync import run_sync
@@ -109,7 +110,7 @@ def sync_twice(path: str, inventory: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.toml"
         config.write_text('[sources.codex]\ndriver = "codex-app-server"\n')
-        workspace = Workspace(state_dir=tmp, config_path=str(config))
+        workspace = Workspace(state_dir=tmp, config_path=str(config), store_url=store_url or None)
         results = []
         for _ in range(2):
             sink = LastRecord()

@@ -140,7 +140,7 @@ def test_a_writer_holding_the_lock_past_the_busy_timeout_is_reported_as_busy(tmp
 @pytest.mark.parametrize(
     "url, code",
     [
-        ("postgres://db/fabric", "store-url-unsupported"),
+        ("mysql://db/fabric", "store-url-unsupported"),
         ("fabric.db", "store-url-unsupported"),
         ("sqlite://relative/fabric.db", "store-url-invalid"),
     ],

@@ -3,6 +3,8 @@ lock (as a library user might run two) over a shared SQLite store, with its own 
 
     python -m tests.worker.executor_child DB IDENTITY LEDGERS RUNS_LOG GO_FILE COMMANDS_JSON
 
+DB is a SQLite file's path, or any store URL (a PostgreSQL store's, say).
+
 Its driver appends one line per provider call to RUNS_LOG (O_APPEND, shared by both
 processes). It waits for GO_FILE, so both start handling at once, then handles the
 commands and drains; a lost claim is logged on stderr.
@@ -43,7 +45,8 @@ class LoggingDriver(ScriptedDriver):
 def main(db: str, identity: str, ledgers_dir: str, runs_log: str, go: str, commands_json: str) -> None:
     commands = json.loads(Path(commands_json).read_text())
     owner = load_or_create_identity(Path(identity)).did
-    target = FabricTarget.open(open_store(f"sqlite:///{db}"), space=owner, owner=owner)
+    url = db if "://" in db else f"sqlite:///{db}"
+    target = FabricTarget.open(open_store(url), space=owner, owner=owner)
     driver = LoggingDriver(runs_log, sorted({c["nativeSessionId"] for c in commands}))
     ledgers = CommandLedgers(Path(ledgers_dir))
     worker = CommandWorker({"scripted": driver}, [target], ledgers, owner_did=owner,

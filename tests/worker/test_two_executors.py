@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from lib.fabric.identity import load_or_create_identity
 from lib.fabric.store import open_store
 from lib.fabric.target import FabricTarget
@@ -19,11 +21,19 @@ from tests.worker.helpers import command
 GUARD = 120
 
 
-def test_two_executor_processes_run_each_command_exactly_once(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request, tmp_path: Path) -> str:
+    """The shared store: a SQLite file, or a PostgreSQL database (the same contract)."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return f"sqlite:///{tmp_path / 'fabric.db'}"
+
+
+def test_two_executor_processes_run_each_command_exactly_once(tmp_path: Path, store_url: str) -> None:
     identity = tmp_path / "identity.json"
     owner = load_or_create_identity(identity).did
-    db = tmp_path / "fabric.db"
-    FabricTarget.open(open_store(f"sqlite:///{db}"), space=owner, owner=owner).store.close()
+    db = store_url
+    FabricTarget.open(open_store(store_url), space=owner, owner=owner).store.close()
     commands = [command(f"c{i}", "rename", f"s{i % 5}", source="scripted", owner=owner, title=f"c{i}")
                 for i in range(60)]
     (tmp_path / "commands.json").write_text(json.dumps(commands))
@@ -47,7 +57,7 @@ def test_two_executor_processes_run_each_command_exactly_once(tmp_path: Path) ->
     lost = sum(err.count("another executor") for _out, err in outputs)
     print(f"runs per process {dict(ran_by)}, claims lost or left to the other: {lost}")
 
-    target = FabricTarget.open(open_store(f"sqlite:///{db}"), space=owner, owner=owner)
+    target = FabricTarget.open(open_store(store_url), space=owner, owner=owner)
     for i in range(60):
         receipt = target.read_receipt(f"c{i}")
         assert receipt is not None and receipt.status == "succeeded", (i, receipt)
