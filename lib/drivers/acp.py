@@ -131,8 +131,26 @@ class AcpDriver(AcpCommands, AgentDriver):
                 f"read its sessions; use an agent that supports them or disable the source",
             )
         self.resume_supported = sessions is not None and sessions.resume is not None
+        self._authenticate(init, signal)
         info = init.agent_info
         self.source.provider_version = info.version if info is not None else None
+
+    def _authenticate(self, init: Any, signal: CancelSignal | None) -> None:
+        """Agents that gate every session call behind `authenticate` (codex-acp) are
+        authenticated with the first `env_var` method whose variables the source's `env`
+        sets: the source configured that credential for this agent. Otherwise nothing is
+        sent, and an agent that needs more answers the calls with its own error."""
+        for method in init.auth_methods or []:
+            variables = [var.name for var in getattr(method, "vars", None) or []]
+            if getattr(method, "type", None) == "env_var" and variables and all(
+                    self.config.env.get(name) for name in variables):
+                try:
+                    self._run(self._call(lambda conn, mid=method.id: conn.authenticate(method_id=mid)), signal)
+                except DriverError as exc:
+                    self.stop()
+                    raise DriverError("start-failed", f"{exc.message} while authenticating with {method.id}",
+                                      detail=exc.detail) from None
+                return
 
     def stop(self) -> None:
         with self._lock:
