@@ -33,7 +33,7 @@ from lib.drivers.acp_controls import SessionControls
 from lib.drivers.acp_loop import LoopClosed, LoopThread
 from lib.drivers.acp_process import agent_environment
 from lib.drivers.acp_updates import UpdateLog, snapshot_from_load, summary_from_info
-from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
+from lib.drivers.base import AgentDriver, Cancelled, CancelSignal, DriverError, DriverUnavailable
 from lib.drivers.child_channels import report_provider_output
 from lib.errors import ExitCode
 from lib.types import (
@@ -110,6 +110,9 @@ class AcpDriver(AcpCommands, AgentDriver):
             raise DriverUnavailable("program-not-found",
                                     f"cannot run {argv[0]!r} in {self.config.cwd or 'the current directory'}: "
                                     f"{what} (source {self.source.id})") from None
+        except Cancelled:
+            self.stop()
+            raise
         except DriverError as exc:
             self.stop()
             report_provider_output(self.name, exc.detail)
