@@ -1,6 +1,6 @@
 """ACP agents the tests run: the project's test agent and a real third-party agent.
 
-* `test_agent_command(home, ...)`: tests/support/acp_test_agent.py on this Python, run as
+* `agent_argv(home, ...)`: tests/support/acp_test_agent.py on this Python, run as
   a script (the agent gets a trimmed environment, so no PYTHONPATH), keeping its sessions
   under `home`.
 * `codex_acp_home(path, base_url)`: a Codex home for the real `codex-acp` agent (npm
@@ -22,7 +22,7 @@ CODEX_ACP = REPO / "node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-a
 DUMMY_KEY = "sk-test-not-a-real-key"
 
 
-def test_agent_command(home: Path | str, *args: str) -> list[str]:
+def agent_argv(home: Path | str, *args: str) -> list[str]:
     return [sys.executable, str(TEST_AGENT), "--home", str(home), *args]
 
 

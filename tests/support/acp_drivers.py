@@ -10,7 +10,7 @@ from typing import Any
 
 from lib.drivers.acp import AcpDriver
 from lib.types import AgentSourceConfig
-from tests.support.acp_agents import test_agent_command
+from tests.support.acp_agents import agent_argv
 
 GUARD_SECONDS = 60  # far above anything here: reaching it means the call hung
 
@@ -26,7 +26,7 @@ class AgentWorld:
 
     def config(self, *args: str, source_id: str = "acp", cwd: Path | None = None,
                env: dict[str, str] | None = None) -> AgentSourceConfig:
-        return AgentSourceConfig(id=source_id, driver="acp", command=test_agent_command(self.home, *args),
+        return AgentSourceConfig(id=source_id, driver="acp", command=agent_argv(self.home, *args),
                                  cwd=str(cwd) if cwd else None, env=env or {})
 
     def driver(self, *args: str, start: bool = True, **kwargs: Any) -> AcpDriver:
