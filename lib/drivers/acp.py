@@ -211,17 +211,23 @@ class AcpDriver(AcpCommands, AgentDriver):
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         session_id = self.agent_session_id(native_session_id)
-        active = True if session_id in self._owned_sessions() else None  # sampled as the read starts
+        with self._lock:
+            prompting = session_id in self._prompts  # sampled as the read starts
         info = self._info(session_id)
         cwd = self.session_cwd(session_id, info)
-        events = self._run(self.load(session_id, cwd))
+        active = True if prompting else None
+        if prompting:
+            # No session/load in the middle of the agent's turn: what the turn sent so far.
+            events, complete = self.updates.watched(session_id), False
+        else:
+            events, complete = self._run(self.load(session_id, cwd)), True
         if info is not None:
             summary = summary_from_info(info, active=active)
         else:
             summary = SessionSummary(native_session_id=session_id, cwd=cwd, active=active)
         started = self._callers_by_agent_id().get(session_id)
         summary = summary.model_copy(update={"started_as": started})
-        return snapshot_from_load(summary, events)
+        return snapshot_from_load(summary, events, complete=complete)
 
     async def load(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
         """`session/load` of one session, one at a time per session: the updates it

@@ -115,11 +115,13 @@ class AcpCommands:
                     "needs-confirmation", "prompt-in-progress",
                     f"a prompt from this connector is still running on session {session_id}")
             self._prompts[session_id] = prompt
+        self.updates.watch(session_id)
         return prompt, None
 
     def _release_prompt(self, session_id: str) -> None:
         with self._lock:
             self._prompts.pop(session_id, None)
+        self.updates.unwatch(session_id)
 
     async def _ready(self, session_id: str, cwd: str) -> None:
         """Make the session ready in this agent process: resume when advertised (no
@@ -136,12 +138,8 @@ class AcpCommands:
     async def _send_prompt(self, session_id: str, text: str) -> tuple[Any, int]:
         from acp import text_block
 
-        self.updates.watch(session_id)
-        try:
-            response = await self._call(lambda conn: conn.prompt(session_id=session_id, prompt=[text_block(text)]))
-        finally:
-            count = self.updates.unwatch(session_id)
-        return response, count
+        response = await self._call(lambda conn: conn.prompt(session_id=session_id, prompt=[text_block(text)]))
+        return response, len(self.updates.watched(session_id))
 
     def _run_prompt(self, session_id: str, text: str, prompt: PromptState,
                     options: CommandExecutionOptions) -> CommandExecutionResult:

@@ -8,6 +8,12 @@ too). Updates that arrive after the response (agents send `available_commands_up
 and the like right after a load) belong to no read. Loads of one session are serialised
 by the driver, so a session has at most one recording.
 
+A connector-owned prompt records its session's updates too: a read while it runs
+(the worker's refresh once the prompt has started) is made from them, not from a
+`session/load`, which real agents do not expect in the middle of a turn (codex-acp can
+then leave the turn unanswered). That read is `active` and not `complete`; the refresh
+after the prompt's outcome loads the whole session again.
+
 The normalized view: `user_message_chunk` is the user, `agent_message_chunk` and
 `agent_thought_chunk` the assistant, `tool_call` / `tool_call_update` a tool, `plan` the
 assistant's plan. Consecutive chunks of one kind (and one `messageId`, where the agent
@@ -17,6 +23,7 @@ commands, session info, usage) give no message.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary, preview
@@ -27,18 +34,22 @@ TOOL_KINDS = ("tool_call", "tool_call_update")
 
 
 class UpdateLog:
-    """Recordings by session id. Used only on the driver's loop thread."""
+    """Recordings by session id: the loads' (on the loop thread only), and those of
+    connector-owned prompts, which a read made during the prompt also sees."""
 
     def __init__(self) -> None:
         self._recordings: dict[str, list[dict[str, Any]]] = {}
-        self._watchers: dict[str, int] = {}  # sessions with a connector-owned prompt: update counts
+        self._lock = threading.Lock()
+        self._prompts: dict[str, list[dict[str, Any]]] = {}  # sessions with a connector-owned prompt
 
     def record(self, session_id: str, update: dict[str, Any]) -> None:
         recording = self._recordings.get(session_id)
         if recording is not None:
             recording.append(update)
-        if session_id in self._watchers:
-            self._watchers[session_id] += 1
+        with self._lock:
+            prompt = self._prompts.get(session_id)
+            if prompt is not None:
+                prompt.append(update)
 
     def begin(self, session_id: str) -> list[dict[str, Any]]:
         recording: list[dict[str, Any]] = []
@@ -49,11 +60,18 @@ class UpdateLog:
         self._recordings.pop(session_id, None)
 
     def watch(self, session_id: str) -> None:
-        self._watchers[session_id] = 0
+        with self._lock:
+            self._prompts[session_id] = []
+
+    def watched(self, session_id: str) -> list[dict[str, Any]]:
+        """What a running prompt's session has sent so far (a copy)."""
+        with self._lock:
+            return list(self._prompts.get(session_id) or [])
 
     def unwatch(self, session_id: str) -> int:
-        """Stop counting a prompt's updates; how many arrived."""
-        return self._watchers.pop(session_id, 0)
+        """Stop recording a prompt's updates; how many arrived."""
+        with self._lock:
+            return len(self._prompts.pop(session_id, None) or [])
 
 
 def summary_from_info(info: Any, *, started_as: str | None = None, active: bool | None = None) -> SessionSummary:
@@ -76,7 +94,8 @@ def _iso(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-def snapshot_from_load(summary: SessionSummary, events: list[dict[str, Any]]) -> NativeSessionSnapshot:
+def snapshot_from_load(summary: SessionSummary, events: list[dict[str, Any]], *,
+                       complete: bool = True) -> NativeSessionSnapshot:
     """A read: the summary (a title from `session_info_update` where the listing had
     none), the recorded updates as native events, and their normalized view."""
     title = summary.title
@@ -89,7 +108,7 @@ def snapshot_from_load(summary: SessionSummary, events: list[dict[str, Any]]) ->
                 updated_at = event["updatedAt"]
     summary = summary.model_copy(update={"title": title, "updated_at": updated_at})
     return NativeSessionSnapshot(
-        summary=summary, events=events, normalized_messages=normalized_messages(events), complete=True
+        summary=summary, events=events, normalized_messages=normalized_messages(events), complete=complete
     )
 
 

@@ -53,12 +53,14 @@ def test_the_milestones_come_once_the_prompt_has_started_and_cancel_can_address_
     def active() -> None:
         seen.append("active")
         snapshot = driver.read_session("seed-000")  # the worker's refresh: activity observable
-        seen.append(f"active={snapshot.summary.active}")
+        seen.append(f"active={snapshot.summary.active} complete={snapshot.complete}")
         seen.append(f"cancel={driver.cancel('seed-000').status}")
 
     result = driver.prompt("seed-000", PromptInput(text="slow please"),
                            CommandExecutionOptions(on_cancellation_ready=ready, on_session_active=active))
-    assert seen == ["ready", "active", "active=True", "cancel=succeeded"]
+    assert seen == ["ready", "active", "active=True complete=False", "cancel=succeeded"]
+    # the read during the turn was made from the turn's own updates: no session/load mid-turn
+    assert methods(agents) == ["session/resume"]
     assert result.status == "failed" and result.error.code == "stop-cancelled"
     assert result.result["stopReason"] == "cancelled"
     assert driver.read_session("seed-000").summary.active is None  # over: no longer reported
