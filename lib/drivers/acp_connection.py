@@ -105,7 +105,7 @@ class AgentConnection:
         try:
             return await request(self.conn)
         except RequestError as exc:
-            raise AgentRequestFailed(f"{self.name} refused the request: {exc}", exc.code) from None
+            raise AgentRequestFailed(f"{self.name} answered with error {exc.code}: {exc}", exc.code) from None
         except ValidationError:
             raise DriverError("provider-protocol-error",
                               f"{self.name} answered with a result that is not what ACP says") from None

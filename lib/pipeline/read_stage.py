@@ -91,7 +91,9 @@ class ReadStage:
     ) -> Iterator[Item]:
         """Named sessions of one source: its `source` record (with the observation
         sequence allocated before these reads), then each session."""
-        yield source_record(source, observation_sequence, observation_origin)
+        record = source_record(source, observation_sequence, observation_origin)
+        self._source_records[normalize_source_id(source.id)] = record
+        yield record
         for session_id in session_ids:
             yield from self._read(source.id, SessionSummary(native_session_id=session_id))
 
@@ -139,13 +141,14 @@ class ReadStage:
 
     def _learned_source(self, source_id: str) -> Iterator[Item]:
         """The source record again, with the driver's current descriptor, when reading
-        taught the driver capabilities the record passed through does not show."""
+        taught the driver capabilities the record passed through does not show (only
+        capabilities count: a provider version known once started changes nothing)."""
         driver = self._read_drivers.get(source_id)
         if driver is None:
             return
         passed = self._source_records.get(source_id)
         current = driver.source.to_wire()
-        if passed is not None and passed.get("source") == current:
+        if passed is not None and (passed.get("source") or {}).get("capabilities") == current["capabilities"]:
             return
         record = dict(passed) if passed is not None else source_record(driver.source, None, None)
         record["source"] = current
