@@ -263,3 +263,18 @@ def test_stop_is_idempotent_and_a_stopped_driver_refuses_calls(agents):
         driver.read_session("seed-000")
     assert info.value.code == "driver-stopped"
     assert sys.executable  # the agent ran on this interpreter
+
+
+def test_the_load_that_readies_a_prompt_is_serialised_with_reads_of_the_session(agents):
+    from lib.types import PromptInput
+
+    driver = agents.driver("--seed", "1", "--no-resume", "--chunk-delay", "0")
+    reads = [in_background(driver.read_session, "seed-000") for _ in range(2)]
+    prompt = in_background(driver.prompt, "seed-000", PromptInput(text="hi"))
+    for thread, _ in [*reads, prompt]:
+        thread.join(60)
+    assert prompt[1]["value"].status == "succeeded"
+    log = agents.loads()
+    # A read that starts while the prompt holds the session reads the prompt's updates
+    # instead of loading, so 2 to 3 loads ran; never two at once.
+    assert len(log) in (4, 6) and log == ["begin seed-000", "end seed-000"] * (len(log) // 2)
