@@ -276,5 +276,5 @@ def test_the_load_that_readies_a_prompt_is_serialised_with_reads_of_the_session(
     assert prompt[1]["value"].status == "succeeded"
     log = agents.loads()
     # A read that starts while the prompt holds the session reads the prompt's updates
-    # instead of loading, so 2 to 3 loads ran; never two at once.
-    assert len(log) in (4, 6) and log == ["begin seed-000", "end seed-000"] * (len(log) // 2)
+    # instead of loading, so 1 to 3 loads ran (the prompt's always); never two at once.
+    assert len(log) >= 2 and log == ["begin seed-000", "end seed-000"] * (len(log) // 2)
