@@ -14,16 +14,15 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_listing_a_source_whose_driver_is_not_installed_is_one_line_naming_it_and_exit_2(tmp_path):
+def test_listing_an_acp_source_whose_agent_program_is_missing_is_one_line_naming_it_and_exit_1(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[sources.Work]\ndriver = "acp"\ncommand = ["my-agent", "--acp"]\n')
     env = agentctl_env(tmp_path / "state", config)
-    for source, driver in (("Work", "acp"),):
-        result = run(["list", source], env)
-        assert result.returncode == 2, result.stderr
-        line = one_line(result.stderr)
-        assert line.startswith("agentctl: ") and f"source {source.lower()} " in line and driver in line
-        assert result.stdout == ""
+    result = run(["list", "Work"], env)
+    assert result.returncode == 1, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith("agentctl: ") and "source work " in line and "'my-agent'" in line
+    assert result.stdout == ""
 
 
 def test_a_source_whose_program_is_missing_fails_with_one_line_and_exit_1(tmp_path):

@@ -4,7 +4,7 @@ import pytest
 
 from lib.config import ConfigError, check_unique_source_ids, load_config
 from lib.drivers.base import DriverNotInstalled, DriverUnavailable
-from lib.drivers.registry import create_driver
+from lib.drivers.registry import DRIVER_CLASSES, create_driver
 from lib.errors import ExitCode
 from lib.types import AgentSourceConfig
 
@@ -116,13 +116,20 @@ def test_the_driver_descriptor_id_is_trimmed_and_lowercased():
     assert driver.source.driver == "codex-app-server"
 
 
-def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_error():
+@pytest.fixture
+def acp_not_built(monkeypatch):
+    """Every driver is built now: the acp driver's module made missing, as in a version
+    of agentctl without it."""
+    monkeypatch.setitem(DRIVER_CLASSES, "acp", ("lib.drivers.acp_not_built", "AcpDriver"))
+
+
+def test_a_driver_that_is_not_built_is_reported_as_unavailable_not_as_an_import_error(acp_not_built):
     with pytest.raises(DriverUnavailable) as info:
         create_driver(AgentSourceConfig(id="work", driver="acp", command=["my-agent"]))
     assert info.value.code == "driver-not-available"
 
 
-def test_a_driver_agentctl_does_not_have_is_a_usage_error_and_a_missing_program_a_failure():
+def test_a_driver_agentctl_does_not_have_is_a_usage_error_and_a_missing_program_a_failure(acp_not_built):
     with pytest.raises(DriverNotInstalled) as not_built:
         create_driver(AgentSourceConfig(id="Work", driver="acp", command=["my-agent"]))
     # the configuration's types refuse an unknown driver; a host's own config may not

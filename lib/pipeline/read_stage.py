@@ -50,14 +50,23 @@ class ReadStage:
         self._signal = signal
         self._sources: dict[str, SessionReads] = {}
         self._concluded: set[str] = set()
+        # Capabilities a driver learns while reading (ACP modes and options) reach the
+        # publication: the source record passed through, and the drivers that read.
+        self._source_records: dict[str, dict[str, Any]] = {}
+        self._read_drivers: dict[str, Any] = {}
 
     def handle(self, item: Item) -> Iterator[Item]:
         kind = kind_of(item)
         if kind == "summary":
             yield from self._handle_summary(data_of(item))
         elif kind == "outcome" and data_of(item).get("stage") == "list":
-            yield self._joined_outcome(data_of(item))
+            joined = self._joined_outcome(data_of(item))
+            yield from self._learned_source(normalize_source_id(str(data_of(item).get("sourceId", ""))))
+            yield joined
         else:
+            if kind == "source" and isinstance(data_of(item).get("source"), dict):
+                data = data_of(item)
+                self._source_records[normalize_source_id(str(data["source"].get("id", "")))] = data
             yield item
 
     def finish(self) -> Iterator[Item]:
@@ -67,6 +76,7 @@ class ReadStage:
             if source_id not in self._concluded:
                 reads.outcome.targeted = True
                 reads.outcome.conclude(False)
+                yield from self._learned_source(source_id)
                 yield outcome_record(reads.outcome)
 
     def close(self) -> None:
@@ -81,7 +91,9 @@ class ReadStage:
     ) -> Iterator[Item]:
         """Named sessions of one source: its `source` record (with the observation
         sequence allocated before these reads), then each session."""
-        yield source_record(source, observation_sequence, observation_origin)
+        record = source_record(source, observation_sequence, observation_origin)
+        self._source_records[normalize_source_id(source.id)] = record
+        yield record
         for session_id in session_ids:
             yield from self._read(source.id, SessionSummary(native_session_id=session_id))
 
@@ -123,8 +135,24 @@ class ReadStage:
             del taken
             driver = self._drivers.get(source_id)
             assert not isinstance(driver, DriverError)  # it just read this session
+            self._read_drivers[source_id] = driver
             snapshot.summary = self._git.enrich(snapshot.summary)
             yield ReadSession(source_id, driver.source.driver, snapshot)
+
+    def _learned_source(self, source_id: str) -> Iterator[Item]:
+        """The source record again, with the driver's current descriptor, when reading
+        taught the driver capabilities the record passed through does not show (only
+        capabilities count: a provider version known once started changes nothing)."""
+        driver = self._read_drivers.get(source_id)
+        if driver is None:
+            return
+        passed = self._source_records.get(source_id)
+        current = driver.source.to_wire()
+        if passed is not None and (passed.get("source") or {}).get("capabilities") == current["capabilities"]:
+            return
+        record = dict(passed) if passed is not None else source_record(driver.source, None, None)
+        record["source"] = current
+        yield record
 
     def _joined_outcome(self, inventory: dict[str, Any]) -> dict[str, Any]:
         """The list stage's inventory outcome joined with this stage's reads."""
