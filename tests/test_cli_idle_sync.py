@@ -42,7 +42,7 @@ class World:
         self.home = make_codex_home(tmp_path / "codex-home", demo_threads())
         self.log = tmp_path / "codex-runs.log"
         self.wrapper = tmp_path / "codex-wrapper"
-        self.wrapper.write_text(f'#!/bin/sh\necho "$@" >> "{self.log}"\nexec "{CODEX_BIN}" "$@"\n')
+        self.wrapper.write_text(f'#!/bin/sh\necho "$CODEX_HOME $@" >> "{self.log}"\nexec "{CODEX_BIN}" "$@"\n')
         self.wrapper.chmod(0o700)
         self.config_path = tmp_path / "config.toml"
         self.config_path.write_text(
@@ -64,10 +64,11 @@ class World:
         assert done.returncode == 0, done.stderr
         return done
 
-    def settle(self) -> None:
+    def settle(self, home: Path | None = None) -> None:
         """Wait until no file of the home changed within the unsure window (a sync
         does not trust a fingerprint taken sooner: a same-tick write could hide)."""
-        fingerprint = codex_inventory_fingerprint(self.source.model_copy(update={"codex_bin": str(self.wrapper)}))
+        config = self.source.model_copy(update={"codex_bin": str(self.wrapper), "codex_home": str(home or self.home)})
+        fingerprint = codex_inventory_fingerprint(config)
         assert fingerprint is not None
         wait = fingerprint.newest_change_ns / 1e9 + UNSURE_SECONDS + 0.1 - time.time()
         if wait > 0:
@@ -120,6 +121,7 @@ def test_an_unchanged_home_is_not_listed_and_codex_is_not_started(world):
     (row,) = publication["sources"]
     assert row["complete"] is True and row["inventoryComplete"] is True
     assert publication["sessionCount"] == len(demo_threads())
+    assert publication["idle"] is True and publication["written"] == 0, "nothing was published"
     assert world.sessions() == before, "previous rows stay as they are"
     # and it stays idle: the fingerprint is kept again for the new generation
     world.sync()
@@ -137,11 +139,12 @@ def test_full_lists_an_unchanged_home(world):
 
 def test_the_kept_fingerprint_is_a_private_file_in_a_private_directory(world):
     world.prime()
-    (kept,) = world.fingerprint_files()
-    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
-    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
-    text = kept.read_text()
-    assert str(world.home) not in text, "the fingerprint holds digests, not the provider's paths"
+    kept = world.fingerprint_files()
+    assert len(kept) == 2, "the source's fingerprint and the publication an idle sync reports"
+    assert {stat.S_IMODE(path.stat().st_mode) for path in kept} == {0o600}
+    assert stat.S_IMODE(kept[0].parent.stat().st_mode) == 0o700
+    for path in kept:
+        assert str(world.home) not in path.read_text(), "digests and counts, not the provider's paths"
 
 
 def test_a_new_thread_is_seen_by_the_next_sync(world):
@@ -240,3 +243,40 @@ def test_a_terminal_summary_says_the_source_was_not_listed(world):
     assert shown.returncode == 0, shown.stdout
     assert "codex: home unchanged since the last complete sync, not listed" in shown.stdout
     assert os.path.exists(world.fingerprint_files()[0])
+
+
+def test_with_two_sources_the_unchanged_one_is_not_started_and_the_changed_one_is_listed(world):
+    other_home = make_codex_home(world.tmp / "other-home", demo_threads()[:2])
+    world.config_path.write_text(
+        world.config_path.read_text()
+        + f'[sources.other]\ndriver = "codex-app-server"\ncodexHome = "{other_home}"\ncodexBin = "{world.wrapper}"\n'
+    )
+    for _ in range(5):
+        world.sync()
+        if len(world.fingerprint_files()) == 3:  # both sources and the idle publication
+            break
+        world.settle()
+        world.settle(other_home)
+    assert len(world.fingerprint_files()) == 3
+    world.settle()
+    world.settle(other_home)
+    created = datetime(2026, 2, 11, 8, 0, tzinfo=UTC)
+    new = FixtureThread(id=uuid7_like(990, created), created_at=created,
+                        turns=(FixtureTurn(id=uuid7_like(991, created), user="Only here", agent="Yes"),))
+    write_thread(other_home, new)
+    before = [line.split()[0] for line in world.log.read_text().splitlines()]
+
+    mixed = world.sync()
+
+    started = [line.split()[0] for line in world.log.read_text().splitlines()][len(before):]
+    assert started == [str(other_home)], "only the changed source's codex ran"
+    outcomes = {o["sourceId"]: o for o in mixed.of("outcome")}
+    assert outcomes["codex"].get("inventoryUnchanged") is True
+    assert not outcomes["other"].get("inventoryUnchanged") and outcomes["other"]["complete"] is True
+    (publication,) = mixed.of("publication")
+    assert not publication.get("idle")
+    rows = {r["sourceId"]: r for r in publication["sources"]}
+    assert rows["codex"]["complete"] is True and rows["other"]["complete"] is True
+    sessions = world.sessions()
+    assert sessions[new.id]["status"] == "complete"
+    assert all(sessions[t.id]["status"] == "complete" for t in demo_threads())

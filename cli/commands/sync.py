@@ -84,5 +84,9 @@ class SyncSummary(RecordSink):
                   f"{source.get('retained', 0)} kept unchanged, {source.get('errorCount', 0)} errors "
                   f"(inventory {state})")
         statuses = ", ".join(f"{n} {s}" for s, n in record["statuses"].items()) or "none"
+        if record.get("idle"):
+            print(f"nothing published: every source unchanged; the store stays at generation "
+                  f"{record['generation']}: {record['sessionCount']} sessions ({statuses})")
+            return
         print(f"published generation {record['generation']}: {record['sessionCount']} sessions "
               f"({record['written']} written, {record['unchanged']} unchanged; {statuses})")

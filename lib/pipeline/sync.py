@@ -37,11 +37,18 @@ def run_sync(
     `publication` record. With `close_drivers` the providers are stopped before their
     homes are fingerprinted again (Codex checkpoints its database as it exits, so a
     fingerprint taken while it runs would not be the one the next sync sees)."""
+    target = workspace.open_target()
+    unchanged = UnchangedSources(workspace, target, full=full)
+    idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
+    if idle is not None:  # every source unchanged: nothing to publish, nothing to start
+        for source_id in source_ids:
+            for record in unchanged.unchanged_records(unchanged.checks[source_id], observed=False):
+                sink.put(record)
+        sink.put(idle)
+        return sink
     ahead = ReadAhead()  # the next session is read while this one is published
     stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
                           read_ahead=ahead)
-    target = workspace.open_target()
-    unchanged = UnchangedSources(workspace, target, full=full)
     inventory = ahead.feed(inventory_records(target, drivers, source_ids, signal=signal, unchanged=unchanged))
     watched = PublicationWatch(sink)
     try:

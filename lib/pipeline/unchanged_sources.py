@@ -13,6 +13,12 @@ can have changed and no one else has published since: the source is not started,
 listed and not read; its published rows stay as they are (a targeted outcome, marked
 `inventoryUnchanged`), and it counts as complete.
 
+When every source of a run is unchanged (and no `checkoutRoots` are configured, whose
+scan could change the checkout rows), nothing is published at all: the run writes each
+source's records and the `publication` record kept from the commit that produced the
+store's current generation, marked `"idle": true` (`written`, `unchanged` and
+`cellsWritten` 0). It then neither reads the index nor takes the publish lock.
+
 A fingerprint is kept only when it can be trusted: the collection was complete and
 published, the home did not change while it was listed (taken again after the
 publication, it is the same), and no file in it changed within UNSURE_SECONDS before it
@@ -64,9 +70,19 @@ class FingerprintBook:
         name = hashlib.sha256(f"{self._origin}\0{source_id}".encode()).hexdigest()[:40]
         return self.directory / f"{name}.json"
 
+    def publication_path(self) -> Path:
+        name = hashlib.sha256(f"{self._origin}\0publication".encode()).hexdigest()[:40]
+        return self.directory / f"{name}.publication.json"
+
     def load(self, source_id: str) -> dict[str, Any] | None:
+        return self._load(self.path(source_id))
+
+    def load_publication(self) -> dict[str, Any] | None:
+        return self._load(self.publication_path())
+
+    def _load(self, path: Path) -> dict[str, Any] | None:
         try:
-            with self.path(source_id).open("r", encoding="utf-8") as handle:
+            with path.open("r", encoding="utf-8") as handle:
                 value = json.load(handle)
         except (OSError, ValueError):
             return None  # missing or damaged: list, and keep a good one afterwards
@@ -75,9 +91,14 @@ class FingerprintBook:
         return value
 
     def save(self, source_id: str, value: dict[str, Any]) -> None:
+        self._save(self.path(source_id), value)
+
+    def save_publication(self, value: dict[str, Any]) -> None:
+        self._save(self.publication_path(), value)
+
+    def _save(self, path: Path, value: dict[str, Any]) -> None:
         """Written whole or not at all: a new private file renamed over the old one."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = self.path(source_id)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -90,6 +111,9 @@ class FingerprintBook:
 
     def forget(self, source_id: str) -> None:
         self.path(source_id).unlink(missing_ok=True)
+
+    def forget_publication(self) -> None:
+        self.publication_path().unlink(missing_ok=True)
 
 
 class UnchangedSources:
@@ -110,8 +134,24 @@ class UnchangedSources:
             self._book = FingerprintBook(directory, self._target.observation_origin())
         return self._book
 
+    def idle_publication(self, source_ids: list[str]) -> dict[str, Any] | None:
+        """When every source is unchanged, the `publication` record of the generation the
+        store is still at (kept when it was committed): nothing need be published at
+        all. None otherwise (then each unchanged source is still skipped)."""
+        if not all(self.check(source_id).unchanged for source_id in source_ids):
+            return None
+        kept = self.book.load_publication()
+        if kept is None or kept.get("generation") != self.published_generation():
+            return None
+        record = {key: value for key, value in kept.items() if key not in ("format", "storeOrigin")}
+        record.update(written=0, unchanged=0, cellsWritten=0, idle=True)
+        return record
+
     def check(self, source_id: str) -> SourceCheck:
-        """Take the source's fingerprint (before anything starts) and compare it."""
+        """Take the source's fingerprint (before anything starts) and compare it; once per
+        source and run."""
+        if source_id in self.checks:
+            return self.checks[source_id]
         config = self._workspace.source_config(source_id)
         config_hash = hashlib.sha256(config.model_dump_json().encode()).hexdigest()
         try:
@@ -133,15 +173,17 @@ class UnchangedSources:
         self.checks[source_id] = check
         return check
 
-    def unchanged_records(self, check: SourceCheck) -> list[dict[str, Any]]:
-        """What an unchanged source contributes: its source record (observed from now)
-        and an outcome that keeps its published rows as they are."""
+    def unchanged_records(self, check: SourceCheck, *, observed: bool = True) -> list[dict[str, Any]]:
+        """What an unchanged source contributes: its source record (observed from now,
+        unless nothing is published) and an outcome that keeps its published rows as
+        they are."""
         descriptor = self._workspace.describe_source(check.source_id)
         descriptor.provider_version = check.provider_version
         outcome = CollectionOutcome(source_id=check.source_id, complete=True, inventory_complete=True,
                                     targeted=True).to_wire()
+        sequence = self._target.begin_session_observation() if observed else None
         return [
-            source_record(descriptor, self._target.begin_session_observation(), self._target.observation_origin()),
+            source_record(descriptor, sequence, self._target.observation_origin() if observed else None),
             {"record": "outcome", "stage": "read", **outcome, "inventoryUnchanged": True},
         ]
 
@@ -149,13 +191,18 @@ class UnchangedSources:
         """After the run: keep each checked source's fingerprint when its collection was
         complete and published and the fingerprint is trustworthy; forget it otherwise."""
         rows = {row.get("sourceId"): row for row in (publication or {}).get("sources") or []}
+        if publication is not None and publication.get("idle"):
+            return  # nothing was published: what is kept still holds
+        kept_all = publication is not None
         for source_id, check in self.checks.items():
             row = rows.get(source_id)
             if publication is None or row is None or not (row.get("complete") and row.get("inventoryComplete")):
                 self._forget(source_id)
+                kept_all = False
                 continue
             if check.fingerprint is None or not self._trustworthy(check):
                 self._forget(source_id)
+                kept_all = False
                 continue
             self.book.save(source_id, {
                 "sourceId": source_id,
@@ -165,6 +212,13 @@ class UnchangedSources:
                 "generation": publication.get("generation"),
                 "providerVersion": row.get("providerVersion"),
             })
+        if kept_all and publication is not None:
+            self.book.save_publication(publication)  # what an idle sync of this generation reports
+        else:
+            try:
+                self.book.forget_publication()
+            except OSError:
+                pass
 
     def published_generation(self) -> int | None:
         """The store's index generation now (one document read, once per run)."""
