@@ -280,3 +280,19 @@ def test_with_two_sources_the_unchanged_one_is_not_started_and_the_changed_one_i
     sessions = world.sessions()
     assert sessions[new.id]["status"] == "complete"
     assert all(sessions[t.id]["status"] == "complete" for t in demo_threads())
+
+
+def test_a_home_changed_within_the_unsure_window_is_listed_again_by_the_next_sync(world):
+    world.prime()
+    created = datetime(2026, 2, 11, 9, 0, tzinfo=UTC)
+    new = FixtureThread(id=uuid7_like(970, created), created_at=created,
+                        turns=(FixtureTurn(id=uuid7_like(971, created), user="Just now", agent="Yes"),))
+    path = write_thread(world.home, new)
+    ahead = time.time() + 600  # a time no sync can see as settled: stands for "changed just now"
+    os.utime(path, (ahead, ahead))
+    started = world.starts()
+    world.sync()
+    assert world.sessions()[new.id]["status"] == "complete"
+    assert not world.fingerprint_files(), "a fingerprint with a change inside the window is not kept"
+    world.sync()
+    assert world.starts() == started + 2, "so the next sync lists again"
