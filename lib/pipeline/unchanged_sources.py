@@ -204,21 +204,25 @@ class UnchangedSources:
                 self._forget(source_id)
                 kept_all = False
                 continue
-            self.book.save(source_id, {
-                "sourceId": source_id,
-                "digest": check.fingerprint.digest,
-                "files": check.fingerprint.files,
-                "configHash": check.config_hash,
-                "generation": publication.get("generation"),
-                "providerVersion": row.get("providerVersion"),
-            })
-        if kept_all and publication is not None:
-            self.book.save_publication(publication)  # what an idle sync of this generation reports
-        else:
             try:
+                self.book.save(source_id, {
+                    "sourceId": source_id,
+                    "digest": check.fingerprint.digest,
+                    "files": check.fingerprint.files,
+                    "configHash": check.config_hash,
+                    "generation": publication.get("generation"),
+                    "providerVersion": row.get("providerVersion"),
+                })
+            except OSError:  # a disk that is full: the next sync lists, as without one
+                self._forget(source_id)
+                kept_all = False
+        try:
+            if kept_all and publication is not None:
+                self.book.save_publication(publication)  # what an idle sync of this generation reports
+            else:
                 self.book.forget_publication()
-            except OSError:
-                pass
+        except OSError:
+            pass  # without it an idle sync publishes (a skipped source is still not listed)
 
     def published_generation(self) -> int | None:
         """The store's index generation now (one document read, once per run)."""
@@ -247,4 +251,4 @@ class UnchangedSources:
         try:
             self.book.forget(source_id)
         except OSError:
-            pass  # an unreadable one is never trusted anyway
+            pass  # our own 0700 directory: this does not fail short of a broken disk
