@@ -41,6 +41,12 @@ DATABASE_SUFFIXES = (".sqlite", ".sqlite-wal")
 REQUIREMENTS_FILE = Path("/etc/codex/requirements.toml")
 
 
+def inventory_fingerprint(config: AgentSourceConfig) -> InventoryFingerprint | None:
+    """`CodexAppServerDriver.inventory_fingerprint` (lib/drivers/registry.py calls it
+    without importing the driver's transport)."""
+    return codex_inventory_fingerprint(config)
+
+
 def codex_inventory_fingerprint(
     config: AgentSourceConfig, environ: Mapping[str, str] | None = None
 ) -> InventoryFingerprint | None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.drivers.base import InventoryFingerprint
-from lib.drivers.registry import driver_class
+from lib.drivers.registry import inventory_fingerprint
 from lib.errors import CodedError
 from lib.fabric.target import FabricTarget
 from lib.pipeline.records import source_record
@@ -155,7 +155,7 @@ class UnchangedSources:
         config = self._workspace.source_config(source_id)
         config_hash = hashlib.sha256(config.model_dump_json().encode()).hexdigest()
         try:
-            fingerprint = driver_class(config).inventory_fingerprint(config)
+            fingerprint = inventory_fingerprint(config)
         except (CodedError, OSError):
             fingerprint = None  # the listing reports what is wrong
         check = SourceCheck(source_id, fingerprint, config_hash, unchanged=False)
@@ -242,7 +242,7 @@ class UnchangedSources:
             return False
         config = self._workspace.source_config(check.source_id)
         try:
-            after = driver_class(config).inventory_fingerprint(config)
+            after = inventory_fingerprint(config)
         except (CodedError, OSError):
             return False
         return after is not None and after.digest == before.digest

@@ -135,3 +135,11 @@ def test_the_databases_are_looked_for_where_sqlite_home_points(config, home, tmp
 
 def test_a_missing_codex_program_gives_no_fingerprint(config):
     assert codex_inventory_fingerprint(config.model_copy(update={"codex_bin": "/nonexistent/codex"})) is None
+
+
+def test_the_registry_takes_the_same_fingerprint_without_the_driver_and_none_for_a_driver_without_one(config):
+    from lib.drivers import registry
+
+    assert registry.inventory_fingerprint(config).digest == CodexAppServerDriver.inventory_fingerprint(config).digest
+    claude = AgentSourceConfig(id="claude", driver="claude-agent-sdk")
+    assert registry.inventory_fingerprint(claude) is None
