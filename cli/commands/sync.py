@@ -30,8 +30,8 @@ def sync_command(
 ) -> None:
     """Collect SOURCES (default: every enabled source) and publish them.
 
-    Streams: one session is read, prepared and published before the next is read,
-    so memory stays bounded by the largest session. A session whose listing (update
+    Streams: while one session is prepared and published, the next one is read
+    (one ahead, no more), so memory stays bounded by the two largest sessions. A session whose listing (update
     time, title, archived, active) equals its complete published copy is kept without
     reading it, and a source whose provider home (for Codex: its rollout files, session
     index and state database) is unchanged since its last complete sync is not even

@@ -1,7 +1,9 @@
 """Sync: the whole collection of some sources, published, in one process.
 
 The composed pipe's stages (list, read, prepare, publish) chained in one process, one
-session at a time, which is why `agentctl sync` and the pipe publish the same state.
+session at a time (the next one read ahead, see read_ahead.py), which is why `agentctl
+sync` and the pipe publish the same state. A source whose home is unchanged is not
+listed at all (unchanged_sources.py).
 """
 
 from __future__ import annotations
