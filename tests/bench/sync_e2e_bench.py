@@ -104,7 +104,7 @@ class Home:
 
     def settle(self) -> None:
         """Wait out the unsure window after the last change to the home."""
-        newest = max(p.stat().st_mtime for p in self.codex_home.rglob("*") if p.is_file())
+        newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in self.codex_home.rglob("*") if p.is_file())
         wait = newest + UNSURE_WAIT - time.time()
         if wait > 0:
             time.sleep(wait)
