@@ -145,6 +145,10 @@ class SessionReads:
         self._signal = signal
         self._retain = retain
 
+    def will_read(self, summary: SessionSummary) -> bool:
+        """Whether `take` would read this summary's session (the retain rule keeps it not)."""
+        return self._retain is None or not self._retain(summary)
+
     def take(self, summary: SessionSummary) -> StreamItem:
         """Retain `summary` (the predicate accepts it) or read its session."""
         if self._retain is not None and self._retain(summary):

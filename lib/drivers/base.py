@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 from lib.errors import CodedError, ExitCode
@@ -85,6 +86,27 @@ class CancelSignal:
         return self._event.wait(timeout)
 
 
+@dataclass(frozen=True)
+class InventoryFingerprint:
+    """What a provider's inventory depends on, summed up without parsing it: a digest
+    of the sizes, times and identities of the files its listing reads. An equal digest
+    means nothing it lists can have changed (lib/pipeline/unchanged_sources.py).
+
+    `newest_change_ns` is the latest modification or status-change time among those
+    files and `taken_ns` the wall clock when they were looked at: a file changed just
+    before `taken_ns` may change again within the same timestamp tick, so such a
+    fingerprint is not trusted (see `settled`)."""
+
+    digest: str
+    files: int
+    newest_change_ns: int
+    taken_ns: int
+
+    def settled(self, window_ns: int) -> bool:
+        """No file changed within `window_ns` before the fingerprint was taken."""
+        return self.newest_change_ns < self.taken_ns - window_ns
+
+
 class AgentDriver(ABC):
     """Blocking provider boundary. Subclasses override what their provider supports."""
 
@@ -108,6 +130,13 @@ class AgentDriver(ABC):
 
     def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities()
+
+    @classmethod
+    def inventory_fingerprint(cls, config: AgentSourceConfig) -> InventoryFingerprint | None:
+        """A fingerprint of what this source's inventory depends on, taken without
+        starting the provider; None (the default) when the driver cannot tell, and then
+        every sync lists through the provider."""
+        return None
 
     @abstractmethod
     def start(self, signal: CancelSignal | None = None) -> None: ...

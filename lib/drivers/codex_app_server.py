@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
+from lib.drivers.base import (
+    AgentDriver,
+    CancelSignal,
+    DriverError,
+    DriverUnavailable,
+    InventoryFingerprint,
+)
+from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
 from lib.drivers.codex_launch import plan_launch, start_daemon
 from lib.drivers.codex_threads import (
     next_cursor,
@@ -97,6 +104,10 @@ class CodexAppServerDriver(AgentDriver):
         return DriverCapabilities(
             list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
         )
+
+    @classmethod
+    def inventory_fingerprint(cls, config: AgentSourceConfig) -> InventoryFingerprint | None:
+        return codex_inventory_fingerprint(config)
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -20,11 +20,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lib.drivers.base import CancelSignal, DriverError, DriverUnavailable
-from lib.drivers.child_channels import provider_output, report_provider_output
-from lib.drivers.jsonrpc_transport import Framing
 from lib.types import AgentSourceConfig
+
+if TYPE_CHECKING:  # the transport (and its WebSocket library) only when a child is run
+    from lib.drivers.jsonrpc_transport import Framing
 
 INSTALL_HINT = (
     "install it with `npm install -g @openai/codex` (agentctl's `make install` puts a pinned "
@@ -116,6 +118,8 @@ def start_daemon(launch: CodexLaunch, signal: CancelSignal | None = None) -> Non
             process.kill()
             process.wait()
     if process.returncode != 0:
+        from lib.drivers.child_channels import provider_output, report_provider_output
+
         # Its stderr is its own (it can hold a key): the detail, never the message.
         detail = provider_output(stderr.decode("utf-8", "replace").splitlines())
         report_provider_output("codex app-server daemon start", detail)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import importlib
 
-from lib.drivers.base import AgentDriver, DriverNotInstalled, DriverUnavailable
+from lib.drivers.base import (
+    AgentDriver,
+    DriverNotInstalled,
+    DriverUnavailable,
+    InventoryFingerprint,
+)
 from lib.types import AgentSourceConfig, SourceDescriptor, normalize_source_id
 
 # driver kind -> (module, class). Modules are imported only when that driver is created,
@@ -14,6 +19,22 @@ DRIVER_CLASSES: dict[str, tuple[str, str]] = {
     "claude-agent-sdk": ("lib.drivers.claude_agent_sdk", "ClaudeAgentSdkDriver"),
     "acp": ("lib.drivers.acp", "AcpDriver"),
 }
+
+
+# driver kind -> the module whose `inventory_fingerprint(config)` a driver class delegates
+# to: taken before every sync, so it must not import the provider's transport.
+FINGERPRINT_MODULES: dict[str, str] = {
+    "codex-app-server": "lib.drivers.codex_fingerprint",
+}
+
+
+def inventory_fingerprint(config: AgentSourceConfig) -> InventoryFingerprint | None:
+    """The driver's `inventory_fingerprint(config)`, through its light module when it has
+    one (the same function its class method calls), else through the class."""
+    module_name = FINGERPRINT_MODULES.get(config.driver)
+    if module_name is not None:
+        return importlib.import_module(module_name).inventory_fingerprint(config)
+    return driver_class(config).inventory_fingerprint(config)
 
 
 def create_driver(config: AgentSourceConfig) -> AgentDriver:

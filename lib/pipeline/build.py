@@ -19,6 +19,7 @@ from lib.git_context import GitObservation
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.publish_stage import PublicationSlot, PublishStage
+from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.read_stage import ReadStage
 from lib.pipeline.retain import RetainRule
 from lib.reconcile import SignalSource
@@ -33,6 +34,7 @@ def read_stage(
     git: GitObservation | None = None,
     slot: PublicationSlot | None = None,
     signal: SignalSource = None,
+    read_ahead: ReadAhead | None = None,
 ) -> ReadStage:
     """Retains (does not read) sessions whose published copy is current, unless `full`.
     With a publication `slot` the copies are the ones it read under the publish lock;
@@ -42,7 +44,7 @@ def read_stage(
         published = slot.published_sessions if slot is not None else workspace.published_sessions
         retain = RetainRule(published, workspace.driver_kind)
     git = git or workspace.git_resolver().begin_observation()
-    return ReadStage(drivers, git, retain=retain, signal=signal)
+    return ReadStage(drivers, git, retain=retain, signal=signal, read_ahead=read_ahead)
 
 
 def prepare_stage(workspace: Workspace, drivers: DriverPool, *, full: bool = False,
@@ -58,11 +60,12 @@ def publish_stage(
     preserve_untouched_status: bool = False,
     accept_deletions: bool = False,
     signal: SignalSource = None,
+    read_ahead: ReadAhead | None = None,
 ) -> PublishStage:
     git = workspace.git_resolver().begin_observation()
     slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status,
                            accept_deletions=accept_deletions, discover=checkout_scan(workspace))
-    read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal)
+    read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal, read_ahead=read_ahead)
     return PublishStage(PrepareStage(read), slot, workspace.describe_source)
 
 

@@ -9,7 +9,7 @@ per source that joins the inventory outcome from `list` with its own reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from lib.drivers.base import DriverError
 from lib.git_context import GitObservation
 from lib.memory_release import release_after_large_session
 from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.records import (
     Item,
     ReadSession,
@@ -43,8 +44,10 @@ class ReadStage:
         *,
         retain: RetainRule | None = None,
         signal: SignalSource = None,
+        read_ahead: ReadAhead | None = None,
     ) -> None:
         self._drivers = drivers
+        self._ahead = read_ahead  # `sync`: the next session is read while this one is published
         self._git = git
         self._retain = retain
         self._signal = signal
@@ -80,7 +83,9 @@ class ReadStage:
                 yield outcome_record(reads.outcome)
 
     def close(self) -> None:
-        """Nothing to release: the driver pool belongs to whoever runs the stages."""
+        """The driver pool belongs to whoever runs the stages; a read begun ahead is dropped."""
+        if self._ahead is not None:
+            self._ahead.close()
 
     def read_ids(
         self,
@@ -116,15 +121,20 @@ class ReadStage:
         reads = self._sources.get(source_id)
         if reads is None:
             retain = self._retain.for_source(source_id) if self._retain is not None else None
-            reads = SessionReads(
-                source_id, lambda: self._drivers.require(source_id), signal=self._signal, retain=retain
-            )
+            driver: Callable[[], Any] = lambda: self._drivers.require(source_id)  # noqa: E731
+            if self._ahead is not None:
+                ahead = self._ahead
+                driver = lambda: ahead.reader(source_id, self._drivers.require(source_id))  # noqa: E731
+            reads = SessionReads(source_id, driver, signal=self._signal, retain=retain)
             self._sources[source_id] = reads
         return reads
 
     def _read(self, source_id: str, summary: SessionSummary) -> Iterator[Item]:
         release_after_large_session()  # a large session before this one is all freed now
-        taken = self._reads(source_id).take(summary)
+        reads = self._reads(source_id)
+        taken = reads.take(summary)
+        if self._ahead is not None:
+            self._start_next(source_id, reads)
         if taken.error is not None:
             yield collection_error_record(self.stage, taken.error)
         elif taken.summary is not None:
@@ -153,6 +163,11 @@ class ReadStage:
         record = dict(passed) if passed is not None else source_record(driver.source, None, None)
         record["source"] = current
         yield record
+
+    def _start_next(self, source_id: str, reads: SessionReads) -> None:
+        driver = self._drivers.get(source_id)
+        if self._ahead is not None and not isinstance(driver, DriverError):
+            self._ahead.start_next(source_id, driver, reads.will_read)
 
     def _joined_outcome(self, inventory: dict[str, Any]) -> dict[str, Any]:
         """The list stage's inventory outcome joined with this stage's reads."""

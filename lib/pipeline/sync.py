@@ -1,7 +1,9 @@
 """Sync: the whole collection of some sources, published, in one process.
 
 The composed pipe's stages (list, read, prepare, publish) chained in one process, one
-session at a time, which is why `agentctl sync` and the pipe publish the same state.
+session at a time (the next one read ahead, see read_ahead.py), which is why `agentctl
+sync` and the pipe publish the same state. A source whose home is unchanged is not
+listed at all (unchanged_sources.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from lib.fabric.target import FabricTarget
 from lib.pipeline.build import publish_stage
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.listing import list_source
-from lib.pipeline.records import Item, RecordSink, error_record
+from lib.pipeline.read_ahead import ReadAhead
+from lib.pipeline.records import Item, RecordSink, data_of, error_record, kind_of
 from lib.pipeline.runner import Progress, run_stage
+from lib.pipeline.unchanged_sources import UnchangedSources
 from lib.reconcile import SignalSource
 from lib.workspace import Workspace
 
@@ -29,20 +33,49 @@ def run_sync(
     accept_deletions: bool = False,
     signal: SignalSource = None,
     progress: Progress | None = None,
+    close_drivers: bool = False,
 ) -> RecordSink:
     """Collect and publish `source_ids`; every record goes to `sink`, the last one the
-    `publication` record."""
-    stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal)
-    inventory = inventory_records(workspace.open_target(), drivers, source_ids, signal=signal)
-    return run_stage(stage, inventory, sink, progress=progress, description="sync")
+    `publication` record. With `close_drivers` the providers are stopped before their
+    homes are fingerprinted again (Codex checkpoints its database as it exits, so a
+    fingerprint taken while it runs would not be the one the next sync sees)."""
+    target = workspace.open_target()
+    unchanged = UnchangedSources(workspace, target, full=full)
+    idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
+    if idle is not None:  # every source unchanged: nothing to publish, nothing to start
+        for source_id in source_ids:
+            for record in unchanged.unchanged_records(unchanged.checks[source_id], observed=False):
+                sink.put(record)
+        sink.put(idle)
+        return sink
+    ahead = ReadAhead()  # the next session is read while this one is published
+    stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
+                          read_ahead=ahead)
+    inventory = ahead.feed(inventory_records(target, drivers, source_ids, signal=signal, unchanged=unchanged))
+    watched = PublicationWatch(sink)
+    try:
+        run_stage(stage, inventory, watched, progress=progress, description="sync")
+    finally:
+        if close_drivers:
+            drivers.close()
+    unchanged.published(watched.publication)
+    return sink
 
 
 def inventory_records(
-    target: FabricTarget, drivers: DriverPool, source_ids: list[str], *, signal: SignalSource = None
+    target: FabricTarget, drivers: DriverPool, source_ids: list[str], *, signal: SignalSource = None,
+    unchanged: UnchangedSources | None = None,
 ) -> Iterator[Item]:
     """Every source's inventory records, in order; a source that cannot start is one
-    error record (stage `start`), and the publication keeps its sessions."""
+    error record (stage `start`), and the publication keeps its sessions. A source
+    whose home is unchanged since its last complete sync is neither started nor listed
+    (lib/pipeline/unchanged_sources.py)."""
     for source_id in source_ids:
+        if unchanged is not None:
+            check = unchanged.check(source_id)  # before the driver starts: a change from now on shows
+            if check.unchanged:
+                yield from unchanged.unchanged_records(check)
+                continue
         driver = drivers.get(source_id)
         if isinstance(driver, DriverError):
             yield error_record("start", driver.code, f"source {source_id} cannot start: {driver.message}",
@@ -52,3 +85,17 @@ def inventory_records(
         yield from list_source(
             driver, target.begin_session_observation(), target.observation_origin(), signal=signal
         )
+
+
+class PublicationWatch(RecordSink):
+    """Passes every record on to `inner` and keeps the `publication` record."""
+
+    def __init__(self, inner: RecordSink) -> None:
+        super().__init__()
+        self.inner = inner
+        self.publication: dict | None = None
+
+    def put(self, item: Item) -> None:
+        if kind_of(item) == "publication":
+            self.publication = data_of(item)
+        self.inner.put(item)

@@ -1,4 +1,4 @@
-"""The benchmark harness: `python -m tests.bench.run [--quick] [--only NAME] [--strict]`.
+"""The benchmark harness: `python -m tests.bench.run [--quick] [--scale] [--only NAME] [--strict]`.
 
 A section is a module with `run(report)`; it measures something and adds tables and
 target checks to the report. Later work (driver overhead, sync throughput) adds a module
@@ -22,6 +22,7 @@ SECTIONS = [
     "tests.bench.postgres_bench",
     "tests.bench.command_bench",
     "tests.bench.host_bench",
+    "tests.bench.sync_e2e_bench",
 ]
 
 
@@ -42,6 +43,7 @@ class Check:
 @dataclass
 class Report:
     quick: bool
+    scale: bool = False  # --scale: the largest corpora too (minutes; never in `make test`)
     tables: list[Table] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -89,9 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a small corpus (seconds, not minutes)")
     parser.add_argument("--only", action="append", default=[], help="run only sections whose name contains this")
+    parser.add_argument("--scale", action="store_true", help="add the largest corpora (25,000 threads)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
-    report = Report(quick=args.quick)
+    report = Report(quick=args.quick, scale=args.scale)
     for name in SECTIONS:
         if args.only and not any(part in name for part in args.only):
             continue

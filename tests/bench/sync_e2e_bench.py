@@ -1,0 +1,278 @@
+"""Benchmark section: `agentctl sync` end to end, as a user runs it, beside its floors.
+
+On a synthetic Codex home of legacy rollouts (tests/bench/rollout_corpus.py), with the
+real pinned `codex app-server`, in one run and side by side (the machine is shared and
+noisy, so only figures taken together are compared):
+
+- the bare JSON-RPC list+read loop (every thread listed as the driver lists them, newest
+  created first with every source kind, then each read with its turns), against the
+  first `agentctl sync` into an empty store (issue 14 goal 1: at most 1.5x);
+- a bare `thread/list` loop, against an idle `agentctl sync` that lists (the kept
+  fingerprint removed first: goal 3's "otherwise ≤ 1.2x"), and an idle `agentctl sync`
+  on the unchanged home, which does not start Codex at all;
+- agentsview's `sync` (first and idle) on the same home, when `pip install agentsview`
+  works into a venv under the bench's temporary directory (otherwise the table says so).
+
+Each `agentctl` run is a fresh process (`tests.bench.measure`), timed from outside (its
+start-up included) and reporting its own peak RSS (not Codex's). Corpora: 300 threads
+with two of 38 MB, and 3,000 of ~80 KB; `--scale` adds 25,000 (not run by `make test`);
+`--quick` is a small pair.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.bench.codex_bench import NATIVE_CODEX, BareLoop, bare_list_all, bare_read_all
+from tests.bench.measure import clock, run_child
+from tests.bench.rollout_corpus import RolloutCorpus, rollout_bytes, write_corpus
+
+FIRST_RATIO_GOAL = 1.5
+LISTING_RATIO_GOAL = 1.2
+UNSURE_WAIT = 2.2  # a fingerprint taken within 2 s of a change is not kept (unchanged_sources.py)
+AGENTSVIEW = "agentsview==0.46.1"
+
+DEFAULT = [RolloutCorpus(300, large=2, large_mb=38), RolloutCorpus(3000)]
+QUICK = [RolloutCorpus(60, large=1, large_mb=4), RolloutCorpus(300)]
+SCALE = [RolloutCorpus(25_000)]
+
+
+# -- in the child process ----------------------------------------------------------------
+
+
+def agentctl_task(args: list[str], env: dict[str, str], out: str) -> dict[str, Any]:
+    """Run `agentctl ARGS` in this (fresh) process with `env`, its stdout to `out`."""
+    os.environ.update(env)
+    sys.argv = ["agentctl", *args]
+    from cli.main import main
+
+    code = 0
+    with open(out, "w", encoding="utf-8") as sink, contextlib.redirect_stdout(sink):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return {"code": code}
+
+
+# -- one corpus ---------------------------------------------------------------------------
+
+
+class Home:
+    def __init__(self, root: Path, corpus: RolloutCorpus) -> None:
+        self.root = root
+        self.codex_home = write_corpus(root / "codex-home", corpus)
+        self.rollout_bytes = rollout_bytes(self.codex_home)
+        self.config = root / "agentctl.toml"
+        self.config.write_text(f'[sources.codex]\ndriver = "codex-app-server"\ncodexHome = "{self.codex_home}"\n'
+                               f'codexBin = "{NATIVE_CODEX}"\n')
+        self.state = root / "state"
+        self.store = root / "fabric.sqlite3"
+
+    def env(self) -> dict[str, str]:
+        return {"AGENTCTL_STATE_DIR": str(self.state), "AGENTCTL_CONFIG": str(self.config),
+                "AGENTCTL_STORE": f"sqlite:///{self.store}"}
+
+    def sync(self, *args: str) -> dict[str, Any]:
+        out = self.root / "sync-out.jsonl"
+        start = clock()
+        result = run_child("tests.bench.sync_e2e_bench", "agentctl_task", ["sync", "--json", *args], self.env(), str(out))
+        result["seconds"] = clock() - start
+        if result["code"] != 0:
+            raise RuntimeError(f"agentctl sync exited {result['code']}: {out.read_text()[-2000:]}")
+        records = [json.loads(line) for line in out.read_text().split("\n") if line.strip()]
+        result["unchanged"] = any(r.get("inventoryUnchanged") for r in records if r.get("record") == "outcome")
+        publication = next(r for r in records if r.get("record") == "publication")
+        result["sessions"] = publication["sessionCount"]
+        out.unlink()
+        return result
+
+    def store_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.root.glob("fabric.sqlite3*"))
+
+    def forget_fingerprints(self) -> None:
+        shutil.rmtree(self.state / "inventory-fingerprints", ignore_errors=True)
+
+    def settle(self) -> None:
+        """Wait out the unsure window after the last change to the home."""
+        newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in self.codex_home.rglob("*") if p.is_file())
+        wait = newest + UNSURE_WAIT - time.time()
+        if wait > 0:
+            time.sleep(wait)
+
+
+def bare_list_read(home: Path) -> tuple[float, int]:
+    start = clock()
+    loop = BareLoop(str(NATIVE_CODEX), home)
+    ids = bare_list_all(loop)
+    bare_read_all(loop, ids)
+    loop.close()
+    return clock() - start, len(ids)
+
+
+def bare_list(home: Path) -> float:
+    start = clock()
+    loop = BareLoop(str(NATIVE_CODEX), home)
+    bare_list_all(loop)
+    loop.close()
+    return clock() - start
+
+
+class AgentsView:
+    """agentsview in a venv of its own under the bench's temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.program: Path | None = None
+        self.why_not = ""
+
+    def install(self) -> bool:
+        venv = self.root / "agentsview-venv"
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
+            subprocess.run([str(venv / "bin" / "pip"), "install", "-q", AGENTSVIEW], check=True,
+                           capture_output=True, timeout=600)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            self.why_not = f"`pip install {AGENTSVIEW}` failed here ({type(exc).__name__})"
+            return False
+        self.program = venv / "bin" / "agentsview"
+        return self.program.exists()
+
+    def sync(self, codex_home: Path, data: Path) -> tuple[float, int, int]:
+        """(seconds, peak RSS bytes, database bytes) of one `agentsview sync`."""
+        assert self.program is not None
+        fake_home = data / "home"
+        fake_home.mkdir(parents=True, exist_ok=True)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(fake_home), "AGENTSVIEW_NO_DAEMON": "1",
+               "AGENTSVIEW_DATA_DIR": str(data), "CODEX_SESSIONS_DIR": str(codex_home / "sessions"),
+               "DO_NOT_TRACK": "1", "AGENTSVIEW_TELEMETRY_ENABLED": "false"}
+        start = clock()
+        process = subprocess.Popen([str(self.program), "sync"], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = clock() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            raise RuntimeError(f"agentsview sync exited {process.returncode}")
+        size = sum(p.stat().st_size for p in data.glob("sessions.db*"))
+        return seconds, usage.ru_maxrss * 1024, size
+
+
+def measure(corpus: RolloutCorpus, root: Path, agentsview: AgentsView | None) -> dict[str, Any]:
+    print(f"  {corpus.label()}: writing the home ...", file=sys.stderr, flush=True)
+    home = Home(root, corpus)
+    figures: dict[str, Any] = {"corpus": corpus.label(), "rolloutBytes": home.rollout_bytes}
+    # Codex builds its state database on its first start: not part of anyone's sync.
+    bare_list(home.codex_home)
+    print("  bare list+read, then the first agentctl sync ...", file=sys.stderr, flush=True)
+    figures["bareListRead"], figures["threads"] = bare_list_read(home.codex_home)
+    first = home.sync()
+    figures["first"] = first
+    figures["storeBytes"] = home.store_bytes()
+    home.settle()
+    print("  bare thread/list, then idle syncs ...", file=sys.stderr, flush=True)
+    figures["bareList"] = bare_list(home.codex_home)
+    home.forget_fingerprints()
+    figures["idleListing"] = home.sync()
+    idle: dict[str, Any] = {}
+    for attempt in range(1, 5):  # Codex may checkpoint its database as it exits: then again
+        home.settle()
+        idle = home.sync()
+        idle["attempt"] = attempt
+        if idle["unchanged"]:
+            break
+    figures["idleUnchanged"] = idle
+    if agentsview is not None and agentsview.program is not None:
+        print("  agentsview sync, first and idle ...", file=sys.stderr, flush=True)
+        data = root / "agentsview-data"
+        figures["agentsviewFirst"] = agentsview.sync(home.codex_home, data)
+        figures["agentsviewIdle"] = agentsview.sync(home.codex_home, data)
+    shutil.rmtree(home.codex_home, ignore_errors=True)
+    return figures
+
+
+# -- the section --------------------------------------------------------------------------
+
+
+def _mb(value: float) -> str:
+    return f"{value / 1e6:,.0f}"
+
+
+def run(report: Any) -> None:
+    if not NATIVE_CODEX.is_file():
+        report.check("first agentctl sync within 1.5x the bare list+read loop", False,
+                     f"not measured: {NATIVE_CODEX} is missing (run make install)")
+        return
+    corpora = QUICK if report.quick else DEFAULT
+    if getattr(report, "scale", False):
+        corpora = [*corpora, *SCALE]
+    root = Path(tempfile.mkdtemp(prefix="e2ebench"))
+    try:
+        agentsview = AgentsView(root)
+        if not agentsview.install():
+            report.note(f"agentsview not measured: {agentsview.why_not}.")
+        results = []
+        for index, corpus in enumerate(corpora):
+            corpus_root = root / f"corpus-{index}"
+            corpus_root.mkdir()
+            results.append(measure(corpus, corpus_root, agentsview))
+            shutil.rmtree(corpus_root, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    _report(report, results)
+
+
+def _report(report: Any, results: list[dict[str, Any]]) -> None:
+    first_rows, idle_rows, peer_rows = [], [], []
+    for r in results:
+        first = r["first"]
+        ratio = first["seconds"] / r["bareListRead"]
+        first_rows.append([r["corpus"], _mb(r["rolloutBytes"]), f"{r['bareListRead']:.2f}", f"{first['seconds']:.2f}",
+                           f"{ratio:.2f}", _mb(first["peakRssBytes"]), f"{r['storeBytes'] / r['rolloutBytes']:.2f}"])
+        report.check(f"first sync ≤ {FIRST_RATIO_GOAL}x bare list+read ({r['corpus']})", ratio <= FIRST_RATIO_GOAL,
+                     f"{ratio:.2f}x ({first['seconds']:.2f} s against {r['bareListRead']:.2f} s)")
+        listing, idle = r["idleListing"], r["idleUnchanged"]
+        listing_ratio = listing["seconds"] / r["bareList"]
+        idle_rows.append([r["corpus"], f"{r['bareList']:.2f}", f"{listing['seconds']:.2f}", f"{listing_ratio:.2f}",
+                          _mb(listing["peakRssBytes"]), f"{idle['seconds']:.2f}",
+                          "yes" if idle["unchanged"] else "no", str(idle["attempt"]), _mb(idle["peakRssBytes"])])
+        report.check(f"idle sync that lists ≤ {LISTING_RATIO_GOAL}x bare thread/list ({r['corpus']})",
+                     listing_ratio <= LISTING_RATIO_GOAL, f"{listing_ratio:.2f}x")
+        if "agentsviewIdle" in r:
+            av_first, av_idle = r["agentsviewFirst"], r["agentsviewIdle"]
+            peer_rows.append([r["corpus"], f"{av_first[0]:.2f}", _mb(av_first[1]), f"{av_first[2] / r['rolloutBytes']:.2f}",
+                              f"{av_idle[0]:.2f}", f"{first['seconds']:.2f}", f"{idle['seconds']:.2f}"])
+            report.check(f"idle sync faster than agentsview's ({r['corpus']})",
+                         idle["unchanged"] and idle["seconds"] < av_idle[0],
+                         f"{idle['seconds']:.2f} s against {av_idle[0]:.2f} s")
+        else:
+            report.check(f"idle sync of an unchanged home does not start Codex ({r['corpus']})", idle["unchanged"],
+                         f"{idle['seconds']:.2f} s, after {idle['attempt']} idle sync(s)")
+    report.table("agentctl sync end to end, first sync (real codex app-server, one run side by side)",
+                 ["corpus", "rollout MB", "bare list+read s", "first sync s", "ratio", "peak RSS MB",
+                  "store / rollouts"], first_rows)
+    report.table("agentctl sync end to end, idle (bare thread/list beside a listing idle sync; then the "
+                 "unchanged home, not listed)",
+                 ["corpus", "bare list s", "listing idle s", "ratio", "peak RSS MB", "unchanged idle s",
+                  "codex not started", "attempt", "peak RSS MB"], idle_rows)
+    if peer_rows:
+        report.table(f"agentsview ({AGENTSVIEW}) on the same homes, same run",
+                     ["corpus", "first s", "peak RSS MB", "db / rollouts", "idle s", "agentctl first s",
+                      "agentctl idle s"], peer_rows)
+
+
+if __name__ == "__main__":
+    from tests.bench.run import Report
+
+    report = Report(quick="--quick" in sys.argv, scale="--scale" in sys.argv)
+    run(report)
+    print(report.render())
