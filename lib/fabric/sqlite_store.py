@@ -13,9 +13,12 @@ used by two threads at once, and per-thread connections let reads run in
 parallel under WAL). `:memory:` is one database per connection, so an
 in-memory store has a single connection guarded by a lock instead.
 
-Values are stored as fvj1 JSON text (values.dumps), labels as JSON. A deleted
+Values are stored as fvj1 JSON text (values.dumps), kept on disk as
+stored_values.py says (same-space links shortened, large texts compressed); labels
+as JSON, each distinct set once in the `labels` table (sqlite_schema.py). A deleted
 cell keeps its row, with a NULL value, so `changes_since` reports the delete
-and its labels still guard who may recreate it.
+and its labels still guard who may recreate it. A file of an older schema version is
+migrated when it is opened (sqlite_schema.migrate).
 """
 
 from __future__ import annotations
@@ -28,11 +31,18 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from lib.fabric import values
+from lib.fabric import stored_values, values
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
-from lib.fabric.sqlite_schema import SCHEMA, SCHEMA_VERSION, UPSERT, schema_version
+from lib.fabric.sqlite_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    UPSERT,
+    migrate,
+    schema_version,
+    statements,
+)
 from lib.fabric.store import CommitPlan, Document, Labels, Row, Store, resolve_commit
 from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
@@ -58,7 +68,8 @@ class SQLiteStore(Store):
         self._registry_lock = threading.Lock()
         self._memory_lock = threading.RLock()
         self._space_ids: dict[str, int] = {}
-        self._labels_cache: dict[str, Labels] = {}
+        self._labels_by_id: dict[int, Labels] = {}  # labels rows never change
+        self._label_ids: dict[Labels, int] = {}  # committed labels rows only
         self._closed = False
         self._store_id: str | None = None
         self._pid = os.getpid()
@@ -161,9 +172,8 @@ class SQLiteStore(Store):
             if not self._memory:
                 conn.execute("PRAGMA journal_mode = WAL")
             with self._write(conn):
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in statements(SCHEMA):
+                    conn.execute(statement)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)",
                     (str(SCHEMA_VERSION),),
@@ -175,6 +185,13 @@ class SQLiteStore(Store):
                 f"store {self._path} has schema version {version}, newer than this "
                 f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
             )
+        if version is not None and version < SCHEMA_VERSION:
+            # once per file: the first opener migrates it under the write lock, and an
+            # opener that waited for it finds it done
+            with self._write(conn):
+                current = schema_version(conn)
+                if current is not None and current < SCHEMA_VERSION:
+                    migrate(conn, current)
 
 
     # helpers
@@ -193,13 +210,23 @@ class SQLiteStore(Store):
             self._space_ids[space] = row[0]
         return row[0]
 
-    def _labels(self, text: str) -> Labels:
-        labels = self._labels_cache.get(text)
+    def _labels(self, conn: sqlite3.Connection, labels_id: int) -> Labels:
+        labels = self._labels_by_id.get(labels_id)
         if labels is None:
-            if len(self._labels_cache) > 1024:
-                self._labels_cache.clear()
-            labels = self._labels_cache[text] = Labels.from_json(text)
+            (text,) = conn.execute("SELECT json FROM labels WHERE id = ?", (labels_id,)).fetchone()
+            labels = self._labels_by_id[labels_id] = Labels.from_json(text)
         return labels
+
+    def _label_id(self, conn: sqlite3.Connection, labels: Labels, new: dict[Labels, int]) -> int:
+        """The labels row's id, inserted when missing; ids this transaction inserted go
+        to `new`, remembered only once it commits (a rollback takes them back)."""
+        found = self._label_ids.get(labels) or new.get(labels)
+        if found is None:
+            text = labels.to_json()
+            conn.execute("INSERT OR IGNORE INTO labels (json) VALUES (?)", (text,))
+            (found,) = conn.execute("SELECT id FROM labels WHERE json = ?", (text,)).fetchone()
+            new[labels] = found
+        return found
 
     # reads
 
@@ -209,15 +236,16 @@ class SQLiteStore(Store):
             if space_id is None:
                 return 0, None
             row = conn.execute(
-                "SELECT seq, labels, value FROM documents WHERE space_id = ? AND cell_id = ?",
+                "SELECT seq, labels_id, value FROM documents WHERE space_id = ? AND cell_id = ?",
                 (space_id, cell_id),
             ).fetchone()
-        if row is None:
-            return 0, None
-        seq, labels, text = row
-        if text is None:
-            return seq, None
-        return seq, Document(values.loads(text), self._labels(labels), seq)
+            if row is None:
+                return 0, None
+            seq, labels_id, stored = row
+            if stored is None:
+                return seq, None
+            labels = self._labels(conn, labels_id)
+        return seq, Document(values.loads(stored_values.decode(stored, space)), labels, seq)
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
@@ -243,17 +271,39 @@ class SQLiteStore(Store):
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
                 rows = conn.execute(
-                    f"SELECT cell_id, seq, labels, value FROM documents "
+                    f"SELECT cell_id, seq, labels_id, value FROM documents "
                     f"WHERE space_id = ? AND cell_id IN ({marks})",
                     (space_id, *batch),
                 ).fetchall()
-            found = {cell_id: (seq, labels, text) for cell_id, seq, labels, text in rows if text is not None}
+                found = {
+                    cell_id: (seq, self._labels(conn, labels_id), stored)
+                    for cell_id, seq, labels_id, stored in rows
+                    if stored is not None
+                }
             del rows
             for cell_id in batch:
                 row = found.pop(cell_id, None)
                 if row is not None:
-                    seq, labels, text = row
-                    yield cell_id, Document(values.loads(text), self._labels(labels), seq)
+                    seq, labels, stored = row
+                    text = stored_values.decode(stored, space)
+                    yield cell_id, Document(values.loads(text), labels, seq)
+
+    def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
+        # one query per batch of IDs, reading no value
+        unique = list(dict.fromkeys(cell_ids))
+        found: set[str] = set()
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return found
+            for start in range(0, len(unique), _BATCH):
+                batch = unique[start : start + _BATCH]
+                found.update(cell_id for (cell_id,) in conn.execute(
+                    f"SELECT cell_id FROM documents WHERE space_id = ? AND value IS NOT NULL "
+                    f"AND cell_id IN ({','.join('?' * len(batch))})",
+                    (space_id, *batch),
+                ))
+        return found
 
     def head(self, space: str) -> int:
         with self._connection() as conn:
@@ -302,24 +352,28 @@ class SQLiteStore(Store):
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)
+        new_labels: dict[Labels, int] = {}
         with self._connection() as conn, self._write(conn):
             space_id = self._space_id(conn, plan.space, create=True)
             assert space_id is not None
             rows = self._rows(conn, space_id, plan.cells())
-            writes = resolve_commit(plan, rows, _text_loader(conn, space_id))
+            writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
             if not writes:
                 return head
             seq = head + 1
-            label_texts: dict[Labels, str] = {}  # most writes share one set of labels
+            space = plan.space
+            ids = {labels: self._label_id(conn, labels, new_labels) for labels in {w.labels for w in writes}}
             conn.executemany(
                 UPSERT,
                 (
-                    (space_id, w.cell_id, seq, _text_of(label_texts, w.labels), w.text)
+                    (space_id, w.cell_id, seq, ids[w.labels],
+                     None if w.text is None else stored_values.encode(w.text, space))
                     for w in writes
                 ),
             )
             conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
+        self._label_ids.update(new_labels)
         return seq
 
     def _check(self, plan: CommitPlan) -> int:
@@ -328,10 +382,10 @@ class SQLiteStore(Store):
         with self._connection() as conn, self._write(conn, "BEGIN"):
             space_id = self._space_id(conn, plan.space)
             if space_id is None:  # nothing was ever written: every read saw version 0
-                resolve_commit(plan, {}, _text_loader(conn, -1))
+                resolve_commit(plan, {}, _text_loader(conn, -1, plan.space))
                 return 0
             rows = self._rows(conn, space_id, plan.cells())
-            resolve_commit(plan, rows, _text_loader(conn, space_id))
+            resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         return head
 
@@ -340,33 +394,26 @@ class SQLiteStore(Store):
         rows: dict[str, Row] = {}
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
-            for cell_id, seq, labels, live in conn.execute(
-                "SELECT cell_id, seq, labels, value IS NOT NULL FROM documents "
+            for cell_id, seq, labels_id, live in conn.execute(
+                "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
                 (space_id, *batch),
-            ):
-                rows[cell_id] = Row(seq, self._labels(labels), bool(live))
+            ).fetchall():
+                rows[cell_id] = Row(seq, self._labels(conn, labels_id), bool(live))
         return rows
 
 
-def _text_loader(conn: sqlite3.Connection, space_id: int) -> Callable[[str], str]:
-    """The stored text of a live cell, for resolve_commit's patches and hash checks."""
+def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callable[[str], str]:
+    """The fvj1 text of a live cell, for resolve_commit's patches and hash checks."""
 
     def load_text(cell_id: str) -> str:
-        (text,) = conn.execute(
+        (stored,) = conn.execute(
             "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
             (space_id, cell_id),
         ).fetchone()
-        return text
+        return stored_values.decode(stored, space)
 
     return load_text
-
-
-def _text_of(cache: dict[Labels, str], labels: Labels) -> str:
-    text = cache.get(labels)
-    if text is None:
-        text = cache[labels] = labels.to_json()
-    return text
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
