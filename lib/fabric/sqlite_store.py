@@ -43,11 +43,12 @@ from lib.fabric.sqlite_schema import (
     schema_version,
     statements,
 )
-from lib.fabric.store import CommitPlan, Document, Labels, Row, Store, resolve_commit
+from lib.fabric.store import CommitPlan, Document, Labels, Row, RowWrite, Store, resolve_commit
 from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+CACHE_KIB = 32 * 1024  # SQLite's page cache per connection
 
 
 # connections a forked child inherited; referenced forever so they are never closed
@@ -123,6 +124,9 @@ class SQLiteStore(Store):
             # per connection (journal_mode=WAL is the file's, set when it is created).
             # FULL: a commit (a command claim, a receipt) survives power loss too
             conn.execute("PRAGMA synchronous = FULL")
+            # a batch of sessions' graphs touches many pages: the default 2 MB cache
+            # spilled them mid-transaction (pages are taken as needed, up to this)
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         return conn
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:
@@ -364,6 +368,7 @@ class SQLiteStore(Store):
             seq = head + 1
             space = plan.space
             ids = {labels: self._label_id(conn, labels, new_labels) for labels in {w.labels for w in writes}}
+            writes.sort(key=_cell_of)  # in key order: each B-tree page is visited once
             conn.executemany(
                 UPSERT,
                 (
@@ -414,6 +419,10 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
         return stored_values.decode(stored, space)
 
     return load_text
+
+
+def _cell_of(write: RowWrite) -> str:
+    return write.cell_id
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
