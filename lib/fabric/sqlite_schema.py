@@ -1,20 +1,24 @@
 """The embedded store's SQLite schema, its version, and the migration of older files.
 
 One `meta` table (schemaVersion, storeId), `spaces` (a DID and its head sequence),
-`labels` (each distinct labels JSON once, by id), `documents` (one row per cell: seq,
-labels id, stored value; a deleted cell keeps its row with a NULL value) and named
+`labels` (each distinct labels JSON once, by id), `documents` (one row per cell: its ID
+as cell_keys.py keeps it, seq, labels id, stored value; a deleted cell keeps its row
+with a NULL value) and named
 `sequences` per space. A stored value is fvj1 text as stored_values.py keeps it: TEXT,
 or a zlib BLOB.
 
 Version 1 kept each document's labels JSON in the row itself (a `labels` TEXT column)
 and values always as plain fvj1 TEXT. `migrate` turns a version 1 file into version 2
-in one transaction when the store opens it: the labels move to the `labels` table, the
-values stay as they are (version 1 text reads back unchanged).
+in one transaction when the store opens it: the labels move to the `labels` table, cell
+IDs take their short form, the values stay as they are (version 1 text reads back
+unchanged).
 """
 
 from __future__ import annotations
 
 import sqlite3
+
+from lib.fabric import cell_keys
 
 SCHEMA_VERSION = 2
 
@@ -68,7 +72,7 @@ CREATE TABLE documents (
     PRIMARY KEY (space_id, cell_id)
 );
 INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
-    SELECT d.space_id, d.cell_id, d.seq, l.id, d.value
+    SELECT d.space_id, cell_key(d.cell_id), d.seq, l.id, d.value
     FROM documents_v1 AS d JOIN labels AS l ON l.json = d.labels;
 DROP TABLE documents_v1;
 CREATE INDEX documents_by_seq ON documents (space_id, seq);
@@ -84,6 +88,7 @@ def statements(script: str) -> list[str]:
 
 def migrate(conn: sqlite3.Connection, version: int) -> None:
     """Bring a file at `version` to SCHEMA_VERSION; the caller holds the write lock."""
+    conn.create_function("cell_key", 1, cell_keys.key, deterministic=True)
     while version < SCHEMA_VERSION:
         for statement in statements(MIGRATIONS[version]):
             conn.execute(statement)

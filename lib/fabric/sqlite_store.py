@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import stored_values, values
+from lib.fabric.cell_keys import cell, key
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
@@ -48,7 +49,7 @@ from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
-CACHE_KIB = 32 * 1024  # SQLite's page cache per connection
+CACHE_KIB = 8 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
 
 # connections a forked child inherited; referenced forever so they are never closed
@@ -241,7 +242,7 @@ class SQLiteStore(Store):
                 return 0, None
             row = conn.execute(
                 "SELECT seq, labels_id, value FROM documents WHERE space_id = ? AND cell_id = ?",
-                (space_id, cell_id),
+                (space_id, key(cell_id)),
             ).fetchone()
             if row is None:
                 return 0, None
@@ -257,7 +258,7 @@ class SQLiteStore(Store):
             if space_id is None:
                 return 0
             row = conn.execute(
-                "SELECT seq FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, cell_id)
+                "SELECT seq FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, key(cell_id))
             ).fetchone()
         return 0 if row is None else row[0]
 
@@ -277,11 +278,11 @@ class SQLiteStore(Store):
                 rows = conn.execute(
                     f"SELECT cell_id, seq, labels_id, value FROM documents "
                     f"WHERE space_id = ? AND cell_id IN ({marks})",
-                    (space_id, *batch),
+                    (space_id, *map(key, batch)),
                 ).fetchall()
                 found = {
-                    cell_id: (seq, self._labels(conn, labels_id), stored)
-                    for cell_id, seq, labels_id, stored in rows
+                    cell(stored_id): (seq, self._labels(conn, labels_id), stored)
+                    for stored_id, seq, labels_id, stored in rows
                     if stored is not None
                 }
             del rows
@@ -302,10 +303,10 @@ class SQLiteStore(Store):
                 return found
             for start in range(0, len(unique), _BATCH):
                 batch = unique[start : start + _BATCH]
-                found.update(cell_id for (cell_id,) in conn.execute(
+                found.update(cell(stored_id) for (stored_id,) in conn.execute(
                     f"SELECT cell_id FROM documents WHERE space_id = ? AND value IS NOT NULL "
                     f"AND cell_id IN ({','.join('?' * len(batch))})",
-                    (space_id, *batch),
+                    (space_id, *map(key, batch)),
                 ))
         return found
 
@@ -320,11 +321,11 @@ class SQLiteStore(Store):
             if space_id is None:
                 return []
             rows = conn.execute(
-                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ? "
-                "ORDER BY seq, cell_id",
+                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ?",
                 (space_id, seq),
             ).fetchall()
-        return [(cell_id, row_seq) for cell_id, row_seq in rows]
+        # ordered here: stored IDs (cell_keys.py) do not sort as the IDs they hold
+        return sorted(((cell(stored_id), row_seq) for stored_id, row_seq in rows), key=_by_seq_then_id)
 
     # writes
 
@@ -372,7 +373,7 @@ class SQLiteStore(Store):
             conn.executemany(
                 UPSERT,
                 (
-                    (space_id, w.cell_id, seq, ids[w.labels],
+                    (space_id, key(w.cell_id), seq, ids[w.labels],
                      None if w.text is None else stored_values.encode(w.text, space))
                     for w in writes
                 ),
@@ -399,12 +400,12 @@ class SQLiteStore(Store):
         rows: dict[str, Row] = {}
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
-            for cell_id, seq, labels_id, live in conn.execute(
+            for stored_id, seq, labels_id, live in conn.execute(
                 "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *batch),
+                (space_id, *map(key, batch)),
             ).fetchall():
-                rows[cell_id] = Row(seq, self._labels(conn, labels_id), bool(live))
+                rows[cell(stored_id)] = Row(seq, self._labels(conn, labels_id), bool(live))
         return rows
 
 
@@ -414,15 +415,19 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
     def load_text(cell_id: str) -> str:
         (stored,) = conn.execute(
             "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
-            (space_id, cell_id),
+            (space_id, key(cell_id)),
         ).fetchone()
         return stored_values.decode(stored, space)
 
     return load_text
 
 
-def _cell_of(write: RowWrite) -> str:
-    return write.cell_id
+def _cell_of(write: RowWrite) -> str | bytes:
+    return key(write.cell_id)
+
+
+def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:
+    return change[1], change[0]
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:

@@ -125,7 +125,7 @@ def sync_twice(path: str, inventory: str) -> dict[str, Any]:
                             "sessions": publication["sessionCount"],
                             "executes": store_figures.calls()["execute"] - calls["execute"]})
             if not store_bytes:
-                store_bytes = store_figures.store_bytes(next(Path(tmp).rglob("*.db")))
+                store_bytes = store_figures.store_bytes(Path(tmp) / "fabric.sqlite3")
         workspace.close()
     return {"first": results[0], "second": results[1], "storeBytes": store_bytes}
 

@@ -26,7 +26,8 @@ def _round_trip(text: str, space: str = SPACE) -> str | bytes:
 def test_a_link_into_the_documents_space_is_stored_short_and_read_back_whole():
     text = values.dumps({"events": [Link(ID, SPACE), Link(ID, SPACE, ("a", 1)), Link(ID, OTHER)]})
     stored = _round_trip(text)
-    assert isinstance(stored, str)
+    if isinstance(stored, bytes):  # compressed as well
+        stored = zlib.decompress(stored).decode()
     assert stored.count("\x01") == 1  # only the same-space link at no path
     assert stored.count(SPACE) == 1 and OTHER in stored  # the link at a path keeps its form
     assert len(text) - len(stored) > 80
