@@ -9,24 +9,25 @@ cannot collide, and `cell` gives back the very ID that `key` was given.
 
 from __future__ import annotations
 
-import base64
 import binascii
 
 _PREFIX = "of:fid1:"
 _LENGTH = len(_PREFIX) + 43
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def key(cell_id: str) -> str | bytes:
     """The column value for a cell ID."""
     if len(cell_id) != _LENGTH or not cell_id.startswith(_PREFIX):
         return cell_id
-    body = cell_id[len(_PREFIX) :]
     try:
-        raw = base64.urlsafe_b64decode(body + "=")
-    except (binascii.Error, ValueError):
+        body = cell_id[len(_PREFIX) :].encode("ascii")
+        raw = binascii.a2b_base64(body.translate(_TO_STANDARD) + b"=", strict_mode=True)
+    except (UnicodeEncodeError, binascii.Error):
         return cell_id
     # only the canonical spelling (what encoding the bytes gives back) is shortened
-    if len(raw) != 32 or base64.urlsafe_b64encode(raw)[:43].decode("ascii") != body:
+    if len(raw) != 32 or binascii.b2a_base64(raw, newline=False)[:43].translate(_TO_URLSAFE) != body:
         return cell_id
     return raw
 
@@ -34,5 +35,10 @@ def key(cell_id: str) -> str | bytes:
 def cell(stored: str | bytes) -> str:
     """The cell ID a column value holds."""
     if type(stored) is bytes:
-        return _PREFIX + base64.urlsafe_b64encode(stored)[:43].decode("ascii")
+        return _PREFIX + binascii.b2a_base64(stored, newline=False)[:43].translate(_TO_URLSAFE).decode("ascii")
     return stored  # type: ignore[return-value]
+
+
+def order(stored: str | bytes) -> tuple[bool, str | bytes]:
+    """A sort key over column values of both forms, in the primary key's order."""
+    return type(stored) is bytes, stored

@@ -32,10 +32,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import stored_values, values
-from lib.fabric.cell_keys import cell, key
+from lib.fabric.cell_keys import cell, key, order
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
+from lib.fabric.sqlite_labels import LabelRows
 from lib.fabric.sqlite_schema import (
     SCHEMA,
     SCHEMA_VERSION,
@@ -49,6 +50,7 @@ from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+WAL_LIMIT_BYTES = 16 * 2**20
 CACHE_KIB = 8 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
 
@@ -70,8 +72,7 @@ class SQLiteStore(Store):
         self._registry_lock = threading.Lock()
         self._memory_lock = threading.RLock()
         self._space_ids: dict[str, int] = {}
-        self._labels_by_id: dict[int, Labels] = {}  # labels rows never change
-        self._label_ids: dict[Labels, int] = {}  # committed labels rows only
+        self._labels = LabelRows()
         self._closed = False
         self._store_id: str | None = None
         self._pid = os.getpid()
@@ -128,6 +129,8 @@ class SQLiteStore(Store):
             # a batch of sessions' graphs touches many pages: the default 2 MB cache
             # spilled them mid-transaction (pages are taken as needed, up to this)
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            # a batch commit grows the -wal file; once checkpointed it shrinks back to this
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
         return conn
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:
@@ -215,24 +218,6 @@ class SQLiteStore(Store):
             self._space_ids[space] = row[0]
         return row[0]
 
-    def _labels(self, conn: sqlite3.Connection, labels_id: int) -> Labels:
-        labels = self._labels_by_id.get(labels_id)
-        if labels is None:
-            (text,) = conn.execute("SELECT json FROM labels WHERE id = ?", (labels_id,)).fetchone()
-            labels = self._labels_by_id[labels_id] = Labels.from_json(text)
-        return labels
-
-    def _label_id(self, conn: sqlite3.Connection, labels: Labels, new: dict[Labels, int]) -> int:
-        """The labels row's id, inserted when missing; ids this transaction inserted go
-        to `new`, remembered only once it commits (a rollback takes them back)."""
-        found = self._label_ids.get(labels) or new.get(labels)
-        if found is None:
-            text = labels.to_json()
-            conn.execute("INSERT OR IGNORE INTO labels (json) VALUES (?)", (text,))
-            (found,) = conn.execute("SELECT id FROM labels WHERE json = ?", (text,)).fetchone()
-            new[labels] = found
-        return found
-
     # reads
 
     def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
@@ -249,7 +234,7 @@ class SQLiteStore(Store):
             seq, labels_id, stored = row
             if stored is None:
                 return seq, None
-            labels = self._labels(conn, labels_id)
+            labels = self._labels.labels(conn, labels_id)
         return seq, Document(values.loads(stored_values.decode(stored, space)), labels, seq)
 
     def _read_version(self, space: str, cell_id: str) -> int:
@@ -281,7 +266,7 @@ class SQLiteStore(Store):
                     (space_id, *map(key, batch)),
                 ).fetchall()
                 found = {
-                    cell(stored_id): (seq, self._labels(conn, labels_id), stored)
+                    cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
                     for stored_id, seq, labels_id, stored in rows
                     if stored is not None
                 }
@@ -368,18 +353,18 @@ class SQLiteStore(Store):
                 return head
             seq = head + 1
             space = plan.space
-            ids = {labels: self._label_id(conn, labels, new_labels) for labels in {w.labels for w in writes}}
-            writes.sort(key=_cell_of)  # in key order: each B-tree page is visited once
-            conn.executemany(
+            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in {w.labels for w in writes}}
+            keyed = sorted(((key(w.cell_id), w) for w in writes), key=_first_in_key_order)
+            conn.executemany(  # in key order: each B-tree page is visited once
                 UPSERT,
                 (
-                    (space_id, key(w.cell_id), seq, ids[w.labels],
+                    (space_id, stored_id, seq, ids[w.labels],
                      None if w.text is None else stored_values.encode(w.text, space))
-                    for w in writes
+                    for stored_id, w in keyed
                 ),
             )
             conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
-        self._label_ids.update(new_labels)
+        self._labels.committed(new_labels)
         return seq
 
     def _check(self, plan: CommitPlan) -> int:
@@ -405,7 +390,7 @@ class SQLiteStore(Store):
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
                 (space_id, *map(key, batch)),
             ).fetchall():
-                rows[cell(stored_id)] = Row(seq, self._labels(conn, labels_id), bool(live))
+                rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
         return rows
 
 
@@ -422,8 +407,8 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
     return load_text
 
 
-def _cell_of(write: RowWrite) -> str | bytes:
-    return key(write.cell_id)
+def _first_in_key_order(pair: tuple[str | bytes, RowWrite]) -> tuple[bool, str | bytes]:
+    return order(pair[0])
 
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:
