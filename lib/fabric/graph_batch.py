@@ -26,7 +26,7 @@ from lib.fabric.store import Transaction
 if TYPE_CHECKING:
     from lib.fabric.session_graph import GraphTarget
 
-MAX_BYTES = 8 * 2**20  # characters of value text staged before a commit
+MAX_BYTES = 4 * 2**20  # characters of value text staged before a commit
 MAX_SESSIONS = 64  # sessions staged before a commit
 
 

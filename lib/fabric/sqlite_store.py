@@ -51,7 +51,7 @@ from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWai
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 WAL_LIMIT_BYTES = 16 * 2**20
-CACHE_KIB = 8 * 1024  # SQLite's page cache per connection (a bound on memory, too)
+CACHE_KIB = 4 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
 
 # connections a forked child inherited; referenced forever so they are never closed
