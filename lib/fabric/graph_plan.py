@@ -154,7 +154,7 @@ class _Planner:
             else:
                 value = self.convert(item, inner, ())
             self.cells.append(PlannedCell(cid, cause, value))
-            links.append(Link(id=cid, space=self.space, path=()))
+            links.append(Link.trusted(cid, self.space))  # a cell ID made here, the graph's space
         return links
 
     def identities(self, items: Any) -> list[tuple[dict[str, Any], bytes] | None]:

@@ -2,7 +2,7 @@
 
     with target.publication() as pub:
         pub.begin_source(descriptor, observation_sequence)
-        pub.add_prepared(prepared)            # graph written (or kept) now
+        pub.add_prepared(prepared)            # graph staged (or kept) now, committed in batches
         pub.add_retained(source_id, summary)  # the host claims the published copy is current
         pub.add_error(source_id, native_session_id, code, message)  # a failed read
         pub.end_source(outcome)               # inventory verdict: deletions, staleness
@@ -25,6 +25,7 @@ from typing import Any
 
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
+from lib.fabric.graph_batch import GraphBatch
 from lib.fabric.index_store import (
     IndexCells,
     PriorIndex,
@@ -79,6 +80,8 @@ class Publication:
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
+        # new session graphs, committed several sessions at a time (graph_batch.py)
+        self.batch = GraphBatch(graphs)
 
     # -- sources ---------------------------------------------------------------------
 
@@ -172,6 +175,7 @@ class Publication:
                 native_session_id=prepared.native_session_id,
                 driver=driver,
                 chunks=prepared.chunks,
+                batch=self.batch,
                 manifest_fields={
                     "metadata": summary_wire.get("raw") or {},
                     "summary": summary,
@@ -275,6 +279,7 @@ class Publication:
             for sid, source in self._sources.items():
                 if not source.ended:
                     self.end_source(None, sid)
+            self.batch.flush()  # every graph a row links is committed before the index
             with self._lock:
                 prior = self.prior if prior_is_current(self._graphs, self._cells, self.prior) else read_prior(
                     self._graphs, self._cells
@@ -317,8 +322,9 @@ class Publication:
         )
 
     def close(self) -> None:
-        """Abort (when not committed): no index is written."""
+        """Abort (when not committed): no index is written, staged graphs are dropped."""
         self._closed = True
+        self.batch.discard()
 
     def __enter__(self) -> Publication:
         return self

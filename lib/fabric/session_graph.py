@@ -5,9 +5,10 @@ nativeSessionId, part, contentHash}; a chunk that already exists is never rewrit
 (the same cause always holds the same content). The manifest's cause names the
 hash of the complete manifest value (`session-version`, with the producing driver),
 so a changed snapshot writes new cells and never mutates the graph that the prior
-indexes reach. Each chunk and the manifest is its own transaction, committed and
-released before the next: memory stays bounded by one chunk plus the manifest, and
-a publication that dies midway leaves only unreachable new cells behind.
+indexes reach. New graphs are staged in a GraphBatch (graph_batch.py) and committed
+with other sessions' graphs, a graph never split between two commits: memory stays
+bounded by one session plus the batch, and a publication that dies midway leaves only
+unreachable new cells behind.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lib.fabric.cell_id import cell_id, session_chunk_cause, session_version_cause
-from lib.fabric.graph_commit import commit_graph
+from lib.fabric.graph_batch import GraphBatch
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.schemas import (
     SESSION_ARRAY_SCOPE,
@@ -121,38 +122,6 @@ def manifest_value(
     return value
 
 
-def write_chunk(
-    target: GraphTarget, *, key: str, source_id: str, native_session_id: str, chunk: PreparedChunk
-) -> tuple[Link, int]:
-    """Write one chunk graph unless it exists; returns its link and the cells written."""
-    cause = session_chunk_cause(
-        target.space,
-        target.owner,
-        source_id=source_id,
-        native_session_id=native_session_id,
-        part=chunk.part,
-        content_hash=chunk.content_hash,
-    )
-    link = Link(cell_id(cause), target.space)
-    if target.store.read(target.space, link.id) is not None:
-        return link, 0  # content addressed: the chunk graph is already complete
-    graph = plan_graph(
-        cause,
-        chunk_value(target.owner, key, chunk),
-        scope(
-            target.space,
-            target.owner,
-            SESSION_EVENTS_ARRAY_SCOPE,
-            sourceId=source_id,
-            nativeSessionId=native_session_id,
-            part=chunk.part,
-            contentHash=chunk.content_hash,
-        ),
-    )
-    result = commit_graph(target.store, target.space, target.writer, target.labels, graph)
-    return link, len(result.written)
-
-
 def write_session_graph(
     target: GraphTarget,
     *,
@@ -162,29 +131,34 @@ def write_session_graph(
     driver: str,
     chunks: Sequence[PreparedChunk],
     manifest_fields: Mapping[str, Any],
+    batch: GraphBatch | None = None,
 ) -> SessionGraphWrite:
-    """Chunks first, one transaction each, then the manifest version that links them.
+    """The session's chunk graphs, then the manifest version that links them, each
+    written unless it exists, staged in `batch` (committed when the batch is; without
+    one, committed before this returns).
 
-    `manifest_fields` are manifest_value's remaining keyword arguments (metadata,
-    summary, messages, snapshot_hash, revision, observed_at, complete).
+    Every cell ID is known before anything is written (chunk and manifest causes name
+    their content hashes), so one query finds which graphs exist. `manifest_fields`
+    are manifest_value's remaining keyword arguments (metadata, summary, messages,
+    snapshot_hash, revision, observed_at, complete).
     """
-    descriptors = []
-    written = reused = cells = 0
-    for chunk in chunks:
-        link, count = write_chunk(
-            target, key=key, source_id=source_id, native_session_id=native_session_id, chunk=chunk
+    own = batch is None
+    batch = batch or GraphBatch(target)
+    causes = [
+        session_chunk_cause(
+            target.space, target.owner, source_id=source_id, native_session_id=native_session_id,
+            part=chunk.part, content_hash=chunk.content_hash,
         )
-        descriptors.append(chunk_descriptor(chunk, link))
-        cells += count
-        written += count > 0
-        reused += count == 0
+        for chunk in chunks
+    ]
+    links = [Link(cell_id(cause), target.space) for cause in causes]
     value = manifest_value(
         owner=target.owner,
         key=key,
         source_id=source_id,
         driver=driver,
         native_session_id=native_session_id,
-        chunks=descriptors,
+        chunks=[chunk_descriptor(chunk, link) for chunk, link in zip(chunks, links, strict=True)],
         **manifest_fields,
     )
     # The hash of the complete value (links as their JSON form) identifies the graph the
@@ -200,7 +174,26 @@ def write_session_graph(
         content_hash=manifest_hash,
     )
     root = cell_id(cause)
-    manifest_written = target.store.read(target.space, root) is None
+    roots = [link.id for link in links] + [root]
+    present = target.store.existing(target.space, [r for r in roots if not batch.pending(r)])
+    present.update(r for r in roots if batch.pending(r))
+    written = reused = cells = 0
+    for chunk, chunk_cause, link in zip(chunks, causes, links, strict=True):
+        if link.id in present:
+            reused += 1
+            continue
+        graph = plan_graph(
+            chunk_cause,
+            chunk_value(target.owner, key, chunk),
+            scope(
+                target.space, target.owner, SESSION_EVENTS_ARRAY_SCOPE, sourceId=source_id,
+                nativeSessionId=native_session_id, part=chunk.part, contentHash=chunk.content_hash,
+            ),
+        )
+        cells += batch.add(graph)
+        written += 1
+        present.add(link.id)  # a chunk repeated in one session is staged once
+    manifest_written = root not in present
     if manifest_written:
         graph = plan_graph(
             cause,
@@ -214,8 +207,10 @@ def write_session_graph(
                 manifestHash=manifest_hash,
             ),
         )
-        result = commit_graph(target.store, target.space, target.writer, target.labels, graph)
-        cells += len(result.written)
+        cells += batch.add(graph)
+    batch.end_session()
+    if own:
+        batch.flush()
     return SessionGraphWrite(
         manifest=Link(root, target.space),
         manifest_hash=manifest_hash,

@@ -1,15 +1,26 @@
-"""The embedded store's SQLite schema and its version.
+"""The embedded store's SQLite schema, its version, and the migration of older files.
 
 One `meta` table (schemaVersion, storeId), `spaces` (a DID and its head sequence),
-`documents` (one row per cell: seq, labels, fvj1 value text; a deleted cell keeps its
-row with a NULL value) and named `sequences` per space.
+`labels` (each distinct labels JSON once, by id), `documents` (one row per cell: its ID
+as cell_keys.py keeps it, seq, labels id, stored value; a deleted cell keeps its row
+with a NULL value) and named
+`sequences` per space. A stored value is fvj1 text as stored_values.py keeps it: TEXT,
+or a zlib BLOB.
+
+Version 1 kept each document's labels JSON in the row itself (a `labels` TEXT column)
+and values always as plain fvj1 TEXT. `migrate` turns a version 1 file into version 2
+in one transaction when the store opens it: the labels move to the `labels` table, cell
+IDs take their short form, the values stay as they are (version 1 text reads back
+unchanged).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 1
+from lib.fabric import cell_keys
+
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -18,12 +29,16 @@ CREATE TABLE IF NOT EXISTS spaces (
     did TEXT NOT NULL UNIQUE,
     head INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY,
+    json TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS documents (
     space_id INTEGER NOT NULL REFERENCES spaces (id),
     cell_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
-    labels TEXT NOT NULL,
-    value TEXT,  -- last, so reading the columns before it never loads a big value
+    labels_id INTEGER NOT NULL REFERENCES labels (id),
+    value,  -- TEXT or BLOB (stored_values.py), last: reading the columns before it never loads it
     PRIMARY KEY (space_id, cell_id)
 );
 CREATE INDEX IF NOT EXISTS documents_by_seq ON documents (space_id, seq);
@@ -36,10 +51,48 @@ CREATE TABLE IF NOT EXISTS sequences (
 """
 
 UPSERT = (
-    "INSERT INTO documents (space_id, cell_id, seq, labels, value) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO documents (space_id, cell_id, seq, labels_id, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (space_id, cell_id) DO UPDATE SET "
-    "seq = excluded.seq, labels = excluded.labels, value = excluded.value"
+    "seq = excluded.seq, labels_id = excluded.labels_id, value = excluded.value"
 )
+
+# Version 1 -> 2: the labels JSON of every row moves to the labels table; the rows are
+# copied into the new documents table (SQLite cannot change a column in place).
+_FROM_1 = """
+CREATE TABLE labels (id INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE);
+INSERT OR IGNORE INTO labels (json) SELECT DISTINCT labels FROM documents;
+ALTER TABLE documents RENAME TO documents_v1;
+DROP INDEX IF EXISTS documents_by_seq;
+CREATE TABLE documents (
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    cell_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    labels_id INTEGER NOT NULL REFERENCES labels (id),
+    value,
+    PRIMARY KEY (space_id, cell_id)
+);
+INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
+    SELECT d.space_id, cell_key(d.cell_id), d.seq, l.id, d.value
+    FROM documents_v1 AS d JOIN labels AS l ON l.json = d.labels;
+DROP TABLE documents_v1;
+CREATE INDEX documents_by_seq ON documents (space_id, seq);
+UPDATE meta SET value = '2' WHERE key = 'schemaVersion'
+"""
+
+MIGRATIONS = {1: _FROM_1}
+
+
+def statements(script: str) -> list[str]:
+    return [s for s in script.split(";") if s.strip()]
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a file at `version` to SCHEMA_VERSION; the caller holds the write lock."""
+    conn.create_function("cell_key", 1, cell_keys.key, deterministic=True)
+    while version < SCHEMA_VERSION:
+        for statement in statements(MIGRATIONS[version]):
+            conn.execute(statement)
+        version += 1
 
 
 def schema_version(conn: sqlite3.Connection) -> int | None:

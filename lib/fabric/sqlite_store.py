@@ -13,9 +13,12 @@ used by two threads at once, and per-thread connections let reads run in
 parallel under WAL). `:memory:` is one database per connection, so an
 in-memory store has a single connection guarded by a lock instead.
 
-Values are stored as fvj1 JSON text (values.dumps), labels as JSON. A deleted
+Values are stored as fvj1 JSON text (values.dumps), kept on disk as
+stored_values.py says (same-space links shortened, large texts compressed); labels
+as JSON, each distinct set once in the `labels` table (sqlite_schema.py). A deleted
 cell keeps its row, with a NULL value, so `changes_since` reports the delete
-and its labels still guard who may recreate it.
+and its labels still guard who may recreate it. A file of an older schema version is
+migrated when it is opened (sqlite_schema.migrate).
 """
 
 from __future__ import annotations
@@ -28,16 +31,27 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from lib.fabric import values
+from lib.fabric import stored_values, values
+from lib.fabric.cell_keys import cell, key, order
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
-from lib.fabric.sqlite_schema import SCHEMA, SCHEMA_VERSION, UPSERT, schema_version
-from lib.fabric.store import CommitPlan, Document, Labels, Row, Store, resolve_commit
+from lib.fabric.sqlite_labels import LabelRows
+from lib.fabric.sqlite_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    UPSERT,
+    migrate,
+    schema_version,
+    statements,
+)
+from lib.fabric.store import CommitPlan, Document, Labels, Row, RowWrite, Store, resolve_commit
 from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+WAL_LIMIT_BYTES = 16 * 2**20
+CACHE_KIB = 4 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
 
 # connections a forked child inherited; referenced forever so they are never closed
@@ -58,7 +72,7 @@ class SQLiteStore(Store):
         self._registry_lock = threading.Lock()
         self._memory_lock = threading.RLock()
         self._space_ids: dict[str, int] = {}
-        self._labels_cache: dict[str, Labels] = {}
+        self._labels = LabelRows()
         self._closed = False
         self._store_id: str | None = None
         self._pid = os.getpid()
@@ -112,6 +126,11 @@ class SQLiteStore(Store):
             # per connection (journal_mode=WAL is the file's, set when it is created).
             # FULL: a commit (a command claim, a receipt) survives power loss too
             conn.execute("PRAGMA synchronous = FULL")
+            # a batch of sessions' graphs touches many pages: the default 2 MB cache
+            # spilled them mid-transaction (pages are taken as needed, up to this)
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            # a batch commit grows the -wal file; once checkpointed it shrinks back to this
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
         return conn
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:
@@ -161,9 +180,8 @@ class SQLiteStore(Store):
             if not self._memory:
                 conn.execute("PRAGMA journal_mode = WAL")
             with self._write(conn):
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in statements(SCHEMA):
+                    conn.execute(statement)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)",
                     (str(SCHEMA_VERSION),),
@@ -175,6 +193,13 @@ class SQLiteStore(Store):
                 f"store {self._path} has schema version {version}, newer than this "
                 f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
             )
+        if version is not None and version < SCHEMA_VERSION:
+            # once per file: the first opener migrates it under the write lock, and an
+            # opener that waited for it finds it done
+            with self._write(conn):
+                current = schema_version(conn)
+                if current is not None and current < SCHEMA_VERSION:
+                    migrate(conn, current)
 
 
     # helpers
@@ -193,14 +218,6 @@ class SQLiteStore(Store):
             self._space_ids[space] = row[0]
         return row[0]
 
-    def _labels(self, text: str) -> Labels:
-        labels = self._labels_cache.get(text)
-        if labels is None:
-            if len(self._labels_cache) > 1024:
-                self._labels_cache.clear()
-            labels = self._labels_cache[text] = Labels.from_json(text)
-        return labels
-
     # reads
 
     def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
@@ -209,15 +226,16 @@ class SQLiteStore(Store):
             if space_id is None:
                 return 0, None
             row = conn.execute(
-                "SELECT seq, labels, value FROM documents WHERE space_id = ? AND cell_id = ?",
-                (space_id, cell_id),
+                "SELECT seq, labels_id, value FROM documents WHERE space_id = ? AND cell_id = ?",
+                (space_id, key(cell_id)),
             ).fetchone()
-        if row is None:
-            return 0, None
-        seq, labels, text = row
-        if text is None:
-            return seq, None
-        return seq, Document(values.loads(text), self._labels(labels), seq)
+            if row is None:
+                return 0, None
+            seq, labels_id, stored = row
+            if stored is None:
+                return seq, None
+            labels = self._labels.labels(conn, labels_id)
+        return seq, Document(values.loads(stored_values.decode(stored, space)), labels, seq)
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
@@ -225,7 +243,7 @@ class SQLiteStore(Store):
             if space_id is None:
                 return 0
             row = conn.execute(
-                "SELECT seq FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, cell_id)
+                "SELECT seq FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, key(cell_id))
             ).fetchone()
         return 0 if row is None else row[0]
 
@@ -243,17 +261,39 @@ class SQLiteStore(Store):
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
                 rows = conn.execute(
-                    f"SELECT cell_id, seq, labels, value FROM documents "
+                    f"SELECT cell_id, seq, labels_id, value FROM documents "
                     f"WHERE space_id = ? AND cell_id IN ({marks})",
-                    (space_id, *batch),
+                    (space_id, *map(key, batch)),
                 ).fetchall()
-            found = {cell_id: (seq, labels, text) for cell_id, seq, labels, text in rows if text is not None}
+                found = {
+                    cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
+                    for stored_id, seq, labels_id, stored in rows
+                    if stored is not None
+                }
             del rows
             for cell_id in batch:
                 row = found.pop(cell_id, None)
                 if row is not None:
-                    seq, labels, text = row
-                    yield cell_id, Document(values.loads(text), self._labels(labels), seq)
+                    seq, labels, stored = row
+                    text = stored_values.decode(stored, space)
+                    yield cell_id, Document(values.loads(text), labels, seq)
+
+    def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
+        # one query per batch of IDs, reading no value
+        unique = list(dict.fromkeys(cell_ids))
+        found: set[str] = set()
+        with self._connection() as conn:
+            space_id = self._space_id(conn, space)
+            if space_id is None:
+                return found
+            for start in range(0, len(unique), _BATCH):
+                batch = unique[start : start + _BATCH]
+                found.update(cell(stored_id) for (stored_id,) in conn.execute(
+                    f"SELECT cell_id FROM documents WHERE space_id = ? AND value IS NOT NULL "
+                    f"AND cell_id IN ({','.join('?' * len(batch))})",
+                    (space_id, *map(key, batch)),
+                ))
+        return found
 
     def head(self, space: str) -> int:
         with self._connection() as conn:
@@ -266,11 +306,11 @@ class SQLiteStore(Store):
             if space_id is None:
                 return []
             rows = conn.execute(
-                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ? "
-                "ORDER BY seq, cell_id",
+                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ?",
                 (space_id, seq),
             ).fetchall()
-        return [(cell_id, row_seq) for cell_id, row_seq in rows]
+        # ordered here: stored IDs (cell_keys.py) do not sort as the IDs they hold
+        return sorted(((cell(stored_id), row_seq) for stored_id, row_seq in rows), key=_by_seq_then_id)
 
     # writes
 
@@ -321,24 +361,29 @@ class SQLiteStore(Store):
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)
+        new_labels: dict[Labels, int] = {}
         with self._connection() as conn, self._write(conn):
             space_id = self._space_id(conn, plan.space, create=True)
             assert space_id is not None
             rows = self._rows(conn, space_id, plan.cells())
-            writes = resolve_commit(plan, rows, _text_loader(conn, space_id))
+            writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
             if not writes:
                 return head
             seq = head + 1
-            label_texts: dict[Labels, str] = {}  # most writes share one set of labels
-            conn.executemany(
+            space = plan.space
+            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in {w.labels for w in writes}}
+            keyed = sorted(((key(w.cell_id), w) for w in writes), key=_first_in_key_order)
+            conn.executemany(  # in key order: each B-tree page is visited once
                 UPSERT,
                 (
-                    (space_id, w.cell_id, seq, _text_of(label_texts, w.labels), w.text)
-                    for w in writes
+                    (space_id, stored_id, seq, ids[w.labels],
+                     None if w.text is None else stored_values.encode(w.text, space))
+                    for stored_id, w in keyed
                 ),
             )
             conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
+        self._labels.committed(new_labels)
         return seq
 
     def _check(self, plan: CommitPlan) -> int:
@@ -347,10 +392,10 @@ class SQLiteStore(Store):
         with self._connection() as conn, self._write(conn, "BEGIN"):
             space_id = self._space_id(conn, plan.space)
             if space_id is None:  # nothing was ever written: every read saw version 0
-                resolve_commit(plan, {}, _text_loader(conn, -1))
+                resolve_commit(plan, {}, _text_loader(conn, -1, plan.space))
                 return 0
             rows = self._rows(conn, space_id, plan.cells())
-            resolve_commit(plan, rows, _text_loader(conn, space_id))
+            resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         return head
 
@@ -359,33 +404,34 @@ class SQLiteStore(Store):
         rows: dict[str, Row] = {}
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
-            for cell_id, seq, labels, live in conn.execute(
-                "SELECT cell_id, seq, labels, value IS NOT NULL FROM documents "
+            for stored_id, seq, labels_id, live in conn.execute(
+                "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *batch),
-            ):
-                rows[cell_id] = Row(seq, self._labels(labels), bool(live))
+                (space_id, *map(key, batch)),
+            ).fetchall():
+                rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
         return rows
 
 
-def _text_loader(conn: sqlite3.Connection, space_id: int) -> Callable[[str], str]:
-    """The stored text of a live cell, for resolve_commit's patches and hash checks."""
+def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callable[[str], str]:
+    """The fvj1 text of a live cell, for resolve_commit's patches and hash checks."""
 
     def load_text(cell_id: str) -> str:
-        (text,) = conn.execute(
+        (stored,) = conn.execute(
             "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
-            (space_id, cell_id),
+            (space_id, key(cell_id)),
         ).fetchone()
-        return text
+        return stored_values.decode(stored, space)
 
     return load_text
 
 
-def _text_of(cache: dict[Labels, str], labels: Labels) -> str:
-    text = cache.get(labels)
-    if text is None:
-        text = cache[labels] = labels.to_json()
-    return text
+def _first_in_key_order(pair: tuple[str | bytes, RowWrite]) -> tuple[bool, str | bytes]:
+    return order(pair[0])
+
+
+def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:
+    return change[1], change[0]
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:

@@ -204,6 +204,7 @@ class Transaction:
         self._store = store
         self._plan = CommitPlan(space, writer)
         self._closed = False
+        self._written_bytes = 0
 
     def __enter__(self) -> Transaction:
         return self
@@ -264,7 +265,15 @@ class Transaction:
     def write(self, cell_id: str, value: Any, labels: Labels | None = None) -> None:
         """Replace the cell's whole value; labels None keeps the existing labels
         (a new cell is owned by, and writable by, the writer)."""
-        self._open().ops[cell_id] = Write(values.dumps(value), labels)
+        text = values.dumps(value)
+        self._open().ops[cell_id] = Write(text, labels)
+        self._written_bytes += len(text)
+
+    @property
+    def written_bytes(self) -> int:
+        """Characters of value text buffered by `write` so far (a bound on what the
+        commit holds in memory; a cell written twice counts twice)."""
+        return self._written_bytes
 
     def patch(
         self, cell_id: str, set: Mapping[str, Any] | None = None, delete: Iterable[str] = ()
@@ -329,6 +338,11 @@ class Store(abc.ABC):
     def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
         """(id, document) for each cell that exists, decoded one at a time, in no
         particular order; not a snapshot: each batch of IDs is read on its own."""
+
+    def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
+        """Which of the cells hold a value (not absent, not deleted). Backends may answer
+        without decoding any value; this default reads them."""
+        return {cell_id for cell_id, _document in self.iter_many(space, cell_ids)}
 
     def transaction(self, space: str, writer: str) -> Transaction:
         return Transaction(self, space, writer)

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.bench import corpus
+from tests.bench import corpus, store_figures
 from tests.bench.measure import clock, run_child
 
 PAGE = 100
@@ -107,27 +107,34 @@ def sync_twice(path: str, inventory: str, store_url: str = "") -> dict[str, Any]
         def emit(self, item: Any) -> None:
             self.last = item
 
+    store_figures.count_sqlite_calls()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.toml"
         config.write_text('[sources.codex]\ndriver = "codex-app-server"\n')
         workspace = Workspace(state_dir=tmp, config_path=str(config), store_url=store_url or None)
         results = []
+        store_bytes = 0
         for _ in range(2):
             sink = LastRecord()
+            calls = store_figures.calls()
             start = clock()
             with DriverPool(lambda _source: _corpus_driver(path, Path(inventory))) as drivers:
                 run_sync(workspace, ["codex"], sink, drivers=drivers)
             seconds = clock() - start
             publication = data_of(sink.last)
             results.append({"seconds": seconds, "written": publication["written"],
-                            "sessions": publication["sessionCount"]})
+                            "sessions": publication["sessionCount"],
+                            "executes": store_figures.calls()["execute"] - calls["execute"]})
+            if not store_bytes:
+                store_bytes = store_figures.store_bytes(Path(tmp) / "fabric.sqlite3")
         workspace.close()
-    return {"first": results[0], "second": results[1]}
+    return {"first": results[0], "second": results[1], "storeBytes": store_bytes}
 
 
 def run(report: Any) -> None:
     profiles = [corpus.QUICK] if report.quick else [corpus.FULL, DOUBLE]
     rows = []
+    peaks = []
     for profile in profiles:
         path = corpus.ensure(profile)
         inventory = _inventory(str(path))
@@ -137,6 +144,8 @@ def run(report: Any) -> None:
         measured = run_child("tests.bench.sync_bench", "sync_twice", str(path), str(inventory))
         first, second = measured["first"], measured["second"]
         peak = measured["peakRssBytes"]
+        peaks.append(peak)
+        ratio = measured["storeBytes"] / event_bytes
         budget = 3 * largest + 100 * 2**20
         fraction = second["seconds"] / first["seconds"]
         rows.append([
@@ -144,6 +153,7 @@ def run(report: Any) -> None:
             f"{first['seconds']:.1f}", f"{event_bytes / 1e6 / first['seconds']:.1f}",
             f"{second['seconds']:.2f}", f"{100 * fraction:.1f}%", second["written"],
             f"{peak / 2**20:.0f}", f"{budget / 2**20:.0f}",
+            f"{first['executes'] / len(entries):.1f}", f"{ratio:.2f}x",
         ])
         report.check(
             f"second sync under 5% of the first ({profile.name})", fraction < 0.05,
@@ -153,10 +163,21 @@ def run(report: Any) -> None:
             f"sync peak memory under 3x largest session + 100 MB ({profile.name})", peak < budget,
             f"{peak / 2**20:.0f} MiB (budget {budget / 2**20:.0f} MiB)",
         )
+        report.check(
+            f"store bytes at most the snapshot bytes ({profile.name})", ratio <= 1.0,
+            f"{ratio:.2f}x ({measured['storeBytes'] / 1e6:.1f} MB for {event_bytes / 1e6:.1f} MB)",
+        )
+    if len(peaks) == 2:
+        growth = peaks[1] / peaks[0] - 1
+        report.check(
+            "sync peak memory flat (within 10%) from the full corpus to twice its sessions",
+            growth <= 0.10, f"{100 * growth:+.1f}% ({peaks[0] / 2**20:.0f} -> {peaks[1] / 2**20:.0f} MiB)",
+        )
     report.table(
         "agentctl sync over the corpus (CorpusDriver, SQLite store)",
         ["corpus", "sessions", "MB", "largest MB", "first s", "first MB/s", "second s",
-         "second/first", "second written", "peak MiB", "budget MiB"],
+         "second/first", "second written", "peak MiB", "budget MiB", "executes/session",
+         "store/input"],
         rows,
     )
 

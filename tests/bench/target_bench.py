@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.bench import corpus
+from tests.bench import corpus, store_figures
 from tests.bench.measure import clock, run_child
 
 
@@ -63,22 +63,37 @@ def _publish_lines(target: Any, path: str, wanted: set[int]) -> tuple[float, int
     return clock() - start, summary.cells_written, len(listed), total_bytes
 
 
+def _counted(target: Any, path: str, wanted: set[int]) -> dict[str, Any]:
+    """One publication with its SQLite calls counted."""
+    before = store_figures.calls()
+    measured = _publish_lines(target, path, wanted)
+    after = store_figures.calls()
+    return {"measured": measured, **{k: after[k] - before[k] for k in after}}
+
+
 def small_twice(path: str, count: int) -> dict[str, Any]:
+    store_figures.count_sqlite_calls()
     with tempfile.TemporaryDirectory() as tmp:
         target = _target(Path(tmp))
-        first = _publish_lines(target, path, set(range(count)))
-        again = _publish_lines(target, path, set(range(count)))
-    return {"first": first, "again": again}
+        first = _counted(target, path, set(range(count)))
+        nbytes = store_figures.store_bytes(Path(tmp) / "fabric.db")
+        again = _counted(target, path, set(range(count)))
+        target.store.close()
+    return {"first": first, "again": again, "storeBytes": nbytes}
 
 
 def large_once(path: str, line: int) -> dict[str, Any]:
+    store_figures.count_sqlite_calls()
     with tempfile.TemporaryDirectory() as tmp:
         target = _target(Path(tmp))
-        return {"first": _publish_lines(target, path, {line})}
+        first = _counted(target, path, {line})
+        nbytes = store_figures.store_bytes(Path(tmp) / "fabric.db")
+        target.store.close()
+    return {"first": first, "storeBytes": nbytes}
 
 
-def _row(label: str, measured: list[Any]) -> list[object]:
-    seconds, cells, sessions, nbytes = measured
+def _row(label: str, task: dict[str, Any], store_bytes: int | None = None) -> list[object]:
+    seconds, cells, sessions, nbytes = task["measured"]
     return [
         label,
         sessions,
@@ -87,6 +102,9 @@ def _row(label: str, measured: list[Any]) -> list[object]:
         cells,
         f"{cells / seconds:,.0f}" if seconds else "-",
         f"{nbytes / 1e6 / seconds:.1f}" if seconds else "-",
+        f"{task['execute'] / sessions:.1f}",
+        task["commit"],
+        f"{store_bytes / nbytes:.2f}x" if store_bytes else "-",
     ]
 
 
@@ -97,16 +115,25 @@ def run(report: Any) -> None:
     large = run_child("tests.bench.target_bench", "large_once", path, profile.small_sessions)
     report.table(
         f"Fabric target publication ({profile.name} corpus, SQLite)",
-        ["publication", "sessions", "MB", "seconds", "cells written", "cells/s", "MB/s"],
+        ["publication", "sessions", "MB", "seconds", "cells written", "cells/s", "MB/s",
+         "executes/session", "commits", "store/input"],
         [
-            _row("small sessions, first", small["first"]),
+            _row("small sessions, first", small["first"], small["storeBytes"]),
             _row("same sessions, unchanged", small["again"]),
-            _row("one large session", large["first"]),
+            _row("one large session", large["first"], large["storeBytes"]),
         ],
+    )
+    report.check(
+        "store bytes at most the input snapshot bytes (small sessions)",
+        small["storeBytes"] <= small["first"]["measured"][3],
+        f"{small['storeBytes'] / small['first']['measured'][3]:.2f}x "
+        f"({small['storeBytes'] / 1e6:.1f} MB for {small['first']['measured'][3] / 1e6:.1f} MB)",
     )
     report.note(
         f"peak RSS: small {small['peakRssBytes'] / 2**20:.0f} MiB, "
-        f"large {large['peakRssBytes'] / 2**20:.0f} MiB"
+        f"large {large['peakRssBytes'] / 2**20:.0f} MiB. executes/session counts SQLite "
+        f"execute and executemany calls; store/input is the checkpointed database file "
+        f"against the snapshot JSON it was published from"
     )
 
 

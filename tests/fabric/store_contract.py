@@ -149,6 +149,16 @@ class StoreContract(StoreLockContract):
         assert {k: d.value for k, d in store.read_many(SPACE, [A, B, C, A]).items()} == {A: 1}
         assert [k for k, _ in store.iter_many(SPACE, [C, A])] == [A]
 
+    def test_existing_names_the_cells_that_hold_a_value(self, store):
+        assert store.existing(SPACE, [A, B]) == set()
+        put(store, A, 1)
+        put(store, B, 2)
+        with store.transaction(SPACE, ME) as tx:
+            tx.delete(B)
+            tx.commit()
+        assert store.existing(SPACE, [A, B, C, A]) == {A}
+        assert store.existing(OTHER_SPACE, [A]) == set()
+
     def test_changes_since_lists_written_and_deleted_cells_in_sequence_order(self, store):
         put(store, A, 1)
         put(store, B, 2)

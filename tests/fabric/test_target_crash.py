@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import lib.fabric.session_graph as session_graph
+import lib.fabric.graph_batch as graph_batch
 from lib.fabric.schemas import parse_chunk, parse_manifest
 from lib.fabric.target import FabricTarget
+from lib.fabric.values import Link
 from tests.fabric.target_helpers import (
     descriptor,
     hydrate,
@@ -41,11 +43,41 @@ def _assert_every_indexed_manifest_is_complete(target: FabricTarget) -> dict[str
     return counts
 
 
+def _assert_no_document_links_a_missing_cell(target: FabricTarget) -> int:
+    """Every link in every stored document of the space names a cell holding a value;
+    returns how many links were checked."""
+    store, space = target.store, target.space
+    ids = [cell for cell, _ in store.changes_since(space, 0)]
+    live = store.existing(space, ids)
+    checked = 0
+    for _cell, document in store.iter_many(space, ids):
+        stack = [document.value]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, Link):
+                if value.space == space:
+                    assert value.id in live, f"a document links the missing cell {value.id}"
+                    checked += 1
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list | tuple):
+                stack.extend(value)
+    return checked
+
+
+def _integrity(tmp_path: Path) -> str:
+    conn = sqlite3.connect(tmp_path / "fabric.db")
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+
+
 class FakeFault(Exception):
     pass
 
 
-def test_a_fake_fault_between_session_graphs_keeps_the_prior_indexes_whole_and_the_next_run_completes(
+def test_a_fake_fault_in_a_batch_commit_keeps_the_prior_indexes_whole_and_the_next_run_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = make_env(tmp_path)
@@ -55,24 +87,26 @@ def test_a_fake_fault_between_session_graphs_keeps_the_prior_indexes_whole_and_t
     generation = index(target)["generation"]
     changed = [snapshot(n, messages=4) for n in names]
 
-    real_commit = session_graph.commit_graph
-    manifests_committed = []
+    monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 2)
+    real_flush = graph_batch.GraphBatch.flush
+    flushes = []
 
-    def commit_then_fail_on_the_third_manifest(store, space, writer, labels, graph, **kw):
-        if graph.root.value.get("schema") == "commonfabric.agent-connector.session":
-            if len(manifests_committed) == 2:
-                raise FakeFault("the process dies here")
-            manifests_committed.append(graph.root.id)
-        return real_commit(store, space, writer, labels, graph, **kw)
+    def commit_the_first_batch_then_fail(batch):
+        if len(flushes) == 1:
+            raise FakeFault("the process dies here")
+        flushes.append(set(batch._roots))
+        real_flush(batch)
 
-    monkeypatch.setattr(session_graph, "commit_graph", commit_then_fail_on_the_third_manifest)
+    monkeypatch.setattr(graph_batch.GraphBatch, "flush", commit_the_first_batch_then_fail)
     with pytest.raises(FakeFault):
         publish(target, descriptor(), changed)
     monkeypatch.undo()
 
+    assert len(flushes[0]) >= 2  # two sessions' graphs were committed together
     assert index(target)["generation"] == generation
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 2 for n in names}
-    assert not set(manifests_committed) & {r["manifest"].id for r in rows(target).values()}
+    assert not flushes[0] & {r["manifest"].id for r in rows(target).values()}
+    assert _assert_no_document_links_a_missing_cell(target) > 0
 
     summary, results = publish(target, descriptor(), changed)
 
@@ -84,8 +118,10 @@ def test_a_fake_fault_between_session_graphs_keeps_the_prior_indexes_whole_and_t
 _CHILD = """
 import sys
 from pathlib import Path
+import lib.fabric.graph_batch as graph_batch
 from tests.fabric.target_helpers import descriptor, make_env, prepared, outcome, snapshot
 
+graph_batch.MAX_SESSIONS = int(sys.argv[3])
 env = make_env(Path(sys.argv[1]))
 target = env.target()
 source = descriptor()
@@ -112,13 +148,13 @@ def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_pri
     generation = index(target)["generation"]
 
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), str(count)],
+        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert child.stdout is not None
-    for _ in range(5):  # five session graphs are committed; the sixth is being written
+    for _ in range(7):  # two batches of three sessions are committed, a third is staged
         assert child.stdout.readline().startswith("published")
     os.kill(child.pid, signal.SIGKILL)
     child.wait(GUARD)
@@ -126,6 +162,8 @@ def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_pri
 
     assert index(target)["generation"] == generation
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 3 for n in names}
+    assert _integrity(tmp_path) == "ok"
+    assert _assert_no_document_links_a_missing_cell(target) > 0
 
     # the next run (taking the publish lock the dead process held) completes the work
     summary, _ = publish(

@@ -40,35 +40,63 @@ def _chunk_ids(env: Env, source, snap, target_chunk_bytes: int = 512 * 1024) -> 
     ]
 
 
-def test_chunks_commit_one_at_a_time_before_their_manifest_and_indexes_after_every_graph(
-    tmp_path: Path,
-) -> None:
-    env = make_env(tmp_path)
+def _publish_two(env: Env, target_chunk_bytes: int = 4096) -> tuple[dict[str, int], list]:
     target = env.target()
     source = descriptor()
     snaps = [snapshot("s1", messages=40, text="x" * 300), snapshot("s2", messages=30, text="y" * 300)]
     with target.publication() as pub:
         pub.begin_source(source, None)
         for snap in snaps:
-            pub.add_prepared(prepared(source, snap, target_chunk_bytes=4096))
+            pub.add_prepared(prepared(source, snap, target_chunk_bytes=target_chunk_bytes))
         pub.end_source({"sourceId": "codex", "inventoryComplete": True, "complete": True,
                         "listedSessionIds": ["s1", "s2"]})
         pub.commit()
-    at = seqs(env.store)
+    return seqs(env.store), snaps
+
+
+def _graph_seqs(env: Env, at: dict[str, int], snaps: list) -> dict[str, tuple[list[int], int]]:
+    """Each session's chunk seqs and manifest seq."""
+    target = env.target()
     manifests = {key: row["manifest"].id for key, row in rows(target).items()}
-    graph_seqs: list[int] = []
+    out = {}
     for snap in snaps:
-        chunk_ids = _chunk_ids(env, source, snap, target_chunk_bytes=4096)
+        chunk_ids = _chunk_ids(env, descriptor(), snap, target_chunk_bytes=4096)
         assert len(chunk_ids) > 1
-        chunk_seqs = [at[c] for c in chunk_ids]
-        assert len(set(chunk_seqs)) == len(chunk_seqs)  # one transaction per chunk
-        manifest_seq = at[manifests[f"codex/{snap.summary.native_session_id}"]]
-        assert max(chunk_seqs) < manifest_seq
-        graph_seqs += [*chunk_seqs, manifest_seq]
+        out[snap.summary.native_session_id] = (
+            [at[c] for c in chunk_ids], at[manifests[f"codex/{snap.summary.native_session_id}"]],
+        )
+    return out
+
+
+def test_the_graphs_of_several_sessions_commit_in_one_transaction_before_the_indexes(tmp_path: Path) -> None:
+    env = make_env(tmp_path)
+    at, snaps = _publish_two(env)
+    target = env.target()
+    graphs = _graph_seqs(env, at, snaps)
+    graph_seqs = {seq for chunks, manifest in graphs.values() for seq in (*chunks, manifest)}
+    assert len(graph_seqs) == 1  # both sessions, every chunk and manifest: one commit
     index_seq = at[target.all_index_id()]
     assert at[target.recent_index_id()] == index_seq
     assert at[cell_id(ordering_cause(SPACE, env.owner))] == index_seq
     assert max(graph_seqs) < index_seq
+
+
+def test_a_batch_past_its_byte_bound_commits_between_graphs_chunks_before_their_manifest(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import lib.fabric.graph_batch as graph_batch
+
+    monkeypatch.setattr(graph_batch, "MAX_BYTES", 1)  # every graph in its own commit
+    env = make_env(tmp_path)
+    at, snaps = _publish_two(env)
+    target = env.target()
+    graphs = _graph_seqs(env, at, snaps)
+    all_seqs = []
+    for chunk_seqs, manifest_seq in graphs.values():
+        assert len(set(chunk_seqs)) == len(chunk_seqs)  # a chunk graph is never split
+        assert max(chunk_seqs) < manifest_seq
+        all_seqs += [*chunk_seqs, manifest_seq]
+    assert max(all_seqs) < at[target.all_index_id()]
 
 
 def test_a_second_publish_of_identical_input_writes_no_chunk_or_manifest_only_index_cells(

@@ -1,0 +1,44 @@
+"""How the SQLite store keeps a cell ID in its `cell_id` column (schema version 2).
+
+A content-derived ID (`of:fid1:` and 43 characters of unpadded base64url naming a
+32-byte hash, the form cell_id.cell_id makes) is kept as those 32 bytes, a BLOB: it
+is stored twice (the row and its primary key), and the text is 51 bytes. Any other
+ID stays TEXT as it is. SQLite never takes a BLOB equal to a TEXT, so the two forms
+cannot collide, and `cell` gives back the very ID that `key` was given.
+"""
+
+from __future__ import annotations
+
+import binascii
+
+_PREFIX = "of:fid1:"
+_LENGTH = len(_PREFIX) + 43
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def key(cell_id: str) -> str | bytes:
+    """The column value for a cell ID."""
+    if len(cell_id) != _LENGTH or not cell_id.startswith(_PREFIX):
+        return cell_id
+    try:
+        body = cell_id[len(_PREFIX) :].encode("ascii")
+        raw = binascii.a2b_base64(body.translate(_TO_STANDARD) + b"=", strict_mode=True)
+    except (UnicodeEncodeError, binascii.Error):
+        return cell_id
+    # only the canonical spelling (what encoding the bytes gives back) is shortened
+    if len(raw) != 32 or binascii.b2a_base64(raw, newline=False)[:43].translate(_TO_URLSAFE) != body:
+        return cell_id
+    return raw
+
+
+def cell(stored: str | bytes) -> str:
+    """The cell ID a column value holds."""
+    if type(stored) is bytes:
+        return _PREFIX + binascii.b2a_base64(stored, newline=False)[:43].translate(_TO_URLSAFE).decode("ascii")
+    return stored  # type: ignore[return-value]
+
+
+def order(stored: str | bytes) -> tuple[bool, str | bytes]:
+    """A sort key over column values of both forms, in the primary key's order."""
+    return type(stored) is bytes, stored

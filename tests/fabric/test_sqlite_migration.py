@@ -1,0 +1,118 @@
+"""A store file of schema version 1 (labels JSON in every row, plain fvj1 text) opens,
+is migrated once to version 2, and keeps every document, head and sequence."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from lib.fabric import values
+from lib.fabric.sqlite_schema import SCHEMA_VERSION
+from lib.fabric.sqlite_store import SQLiteStore
+from lib.fabric.store import Labels
+from lib.fabric.values import Link
+from tests.fabric.store_contract import ME, SPACE, A, B, C, put
+
+# The version 1 schema as agentctl wrote it before schema version 2.
+V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE spaces (id INTEGER PRIMARY KEY, did TEXT NOT NULL UNIQUE, head INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE documents (
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    cell_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    labels TEXT NOT NULL,
+    value TEXT,
+    PRIMARY KEY (space_id, cell_id)
+);
+CREATE INDEX documents_by_seq ON documents (space_id, seq);
+CREATE TABLE sequences (
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    name TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    PRIMARY KEY (space_id, name)
+);
+"""
+
+MINE = Labels((ME,), (ME,))
+SHARED = Labels((ME, "did:key:z6MkOther"), (ME,))
+BIG = {"text": "a long line of words " * 200, "link": Link(A, SPACE)}
+
+
+def _v1_store(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.executescript(V1_SCHEMA)
+    conn.execute("INSERT INTO meta VALUES ('schemaVersion', '1'), ('storeId', 'abc')")
+    conn.execute("INSERT INTO spaces (id, did, head) VALUES (1, ?, 3)", (SPACE,))
+    rows = [
+        (A, 1, MINE, values.dumps({"n": 1, "link": Link(B, SPACE)})),
+        (B, 2, SHARED, values.dumps(BIG)),
+        (C, 3, MINE, None),  # deleted
+    ]
+    conn.executemany(
+        "INSERT INTO documents VALUES (1, ?, ?, ?, ?)",
+        [(cell, seq, labels.to_json(), text) for cell, seq, labels, text in rows],
+    )
+    conn.execute("INSERT INTO sequences VALUES (1, 'observation', 7)")
+    conn.commit()
+    conn.close()
+
+
+def test_a_version_1_store_is_migrated_when_opened_and_keeps_every_document(tmp_path):
+    path = tmp_path / "fabric.db"
+    _v1_store(path)
+    with SQLiteStore(path) as store:
+        assert store.head(SPACE) == 3
+        a, b = store.read(SPACE, A), store.read(SPACE, B)
+        assert (a.value, a.labels, a.seq) == ({"n": 1, "link": Link(B, SPACE)}, MINE, 1)
+        assert (b.value, b.labels, b.seq) == (BIG, SHARED, 2)
+        assert store.read(SPACE, C) is None
+        assert store.changes_since(SPACE, 0) == [(A, 1), (B, 2), (C, 3)]
+        assert store.store_id() == "sqlite:abc"
+        assert store.next_sequence(SPACE, "observation") == 8
+        # and it keeps working: writes, patches of old rows, deleted cells' labels
+        assert put(store, A, {"n": 2}) == 4
+        with store.transaction(SPACE, ME) as tx:
+            tx.patch(B, set={"more": True})
+            tx.commit()
+        assert store.read(SPACE, B).value == {**BIG, "more": True}
+        assert store.read(SPACE, B).labels == SHARED
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone() == (str(SCHEMA_VERSION),)
+    assert conn.execute("SELECT count(*) FROM labels").fetchone() == (2,)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'documents_v1'").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_migrated_store_opens_again_without_migrating(tmp_path, monkeypatch):
+    path = tmp_path / "fabric.db"
+    _v1_store(path)
+    SQLiteStore(path).close()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced_connect(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    with SQLiteStore(path) as store:
+        assert store.read(SPACE, A).value["n"] == 1
+    assert statements  # the trace saw the opening
+    assert not [s for s in statements if "BEGIN" in s or "RENAME" in s or "INSERT" in s]
+
+
+def test_each_distinct_labels_set_is_stored_once(tmp_path):
+    with SQLiteStore(tmp_path / "f.db") as store:
+        with store.transaction(SPACE, ME) as tx:
+            for i in range(50):
+                tx.write(f"of:cell{i}", i, MINE if i % 2 else SHARED)
+            tx.commit()
+        put(store, "of:more", 1, labels=MINE)
+    conn = sqlite3.connect(tmp_path / "f.db")
+    assert conn.execute("SELECT count(*) FROM labels").fetchone() == (2,)
+    assert conn.execute("SELECT count(DISTINCT labels_id) FROM documents").fetchone() == (2,)
+    conn.close()
