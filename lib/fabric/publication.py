@@ -148,8 +148,11 @@ class Publication:
         summary_wire = dict(prepared.summary)
         metadata = self._checkouts.observe(summary_wire.get("cwd"))
         summary = idx.with_git(idx.normalized_summary(summary_wire), metadata)
-        if prior is not None:  # a read that does not report a lifecycle field keeps the known one
-            for name in ("archived", "active"):
+        if prior is not None:
+            # A read that does not report a lifecycle field keeps the known one, and a
+            # desktop start's pairing (`startedAs`, made once by the process that started
+            # it) survives every later read by any process.
+            for name in ("archived", "active", "startedAs"):
                 if summary.get(name) is None and prior.get(name) is not None:
                     summary[name] = prior[name]
         messages = [_plain(m) for m in prepared.normalized_messages]

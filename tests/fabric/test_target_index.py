@@ -77,6 +77,15 @@ def test_published_sessions_lists_status_lifecycle_and_driver_by_key(tmp_path: P
     assert published["codex/s2"].status == "partial"
 
 
+def test_a_desktop_pairing_survives_later_reads_that_do_not_report_it(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot("s1", started_as="desktop:abc")])
+    # another process (no memory of the start) reads the session again, now grown
+    publish(target, descriptor(), [snapshot("s1", messages=5)])
+    assert target.published_sessions()["codex/s1"].started_as == "desktop:abc"
+    assert rows(target)["codex/s1"]["startedAs"] == "desktop:abc"
+
+
 def test_sessions_in_one_worktree_share_one_checkout_row_and_deleted_sessions_drop_theirs(
     tmp_path: Path,
 ) -> None:
