@@ -60,7 +60,8 @@ def iso_time(value: Any) -> str | None:
         moment = datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat (in C) is several times faster than strftime, and pads every year to four digits
+    return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def lifecycle_active(thread: dict[str, Any]) -> bool | None:
