@@ -17,7 +17,10 @@ provider call (`run_sync`).
 Shutdown: admission stops, the active collection finishes (a pending one is dropped),
 the admitted commands finish while drivers and the store still work, receipts left
 pending are published once more, the drivers stop, `stopped` health is published, and
-the locks are released. Health is published whenever it changes.
+the locks are released. Health is published whenever it changes. A collection still
+waiting for a provider SHUTDOWN_GRACE_SECONDS after the stop has its providers stopped
+(the spec: a host stops the driver to interrupt a provider call that does not return on
+its own), so a provider that never answers a listing or a read cannot hold a stop.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from lib.worker import CommandTaskFailure
 from lib.workspace import Workspace
 
 HEALTH_CHECK_SECONDS = 0.5  # how often the host looks whether its health changed
+# How long a stop waits for a running collection before it stops the providers the
+# collection waits for (admitted commands are always waited for: a prompt takes minutes).
+SHUTDOWN_GRACE_SECONDS = 30.0
 
 
 class CollectionRecords(RecordSink):
@@ -81,8 +87,10 @@ class Host:
         notify: Callable[[str], None] | None = None,
         on_receipt: Callable[[CommandReceipt], None] | None = None,
         driver_factory: Callable[[str], AgentDriver] | None = None,
+        shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
     ) -> None:
         self.workspace = workspace
+        self.shutdown_grace = shutdown_grace
         self._driver_factory = driver_factory
         self.interval = interval
         self._notify = notify or (lambda _message: None)
@@ -135,7 +143,7 @@ class Host:
             recovered = executor.recover()
             if recovered:
                 health.event("recovered", f"{len(recovered)} receipt(s) left by an earlier executor published")
-            self._collect(source_ids, executor)
+            self._first_collection(source_ids, executor)
             subscription = None
             collector = None
             try:
@@ -167,6 +175,19 @@ class Host:
             else:
                 health.source_running(driver.source)
         self._publish_health()
+
+    def _first_collection(self, source_ids: list[str], executor: Executor) -> None:
+        """The complete collection before commands are admitted. It runs beside this
+        thread so that a stop during it is heard: it then gets the shutdown grace, like
+        any collection, before its providers are stopped."""
+        first = threading.Thread(target=self._collect, args=(source_ids, executor),
+                                 name="agentctl-first-collection", daemon=True)
+        first.start()
+        while first.is_alive():
+            if self._stop.wait(HEALTH_CHECK_SECONDS):
+                self._within_grace(first.join, "the first collection", executor)
+                return
+            self._publish_health()
 
     def _collector(self, source_ids: list[str], executor: Executor) -> None:
         while True:
@@ -215,11 +236,11 @@ class Host:
         self.stop()
         if subscription is not None:
             subscription.close()
-        if collector is not None:
-            collector.join()
         try:
+            if collector is not None:
+                self._within_grace(collector.join, "the collection", executor)
             if executor.worker is not None:
-                executor.worker.drain()
+                executor.worker.drain()  # a running prompt may take minutes: the drain waits
         except Exception as exc:  # noqa: BLE001 - failures were reported as they happened
             self._notify(f"agentctl: {getattr(exc, 'message', exc)}")
         finally:
@@ -231,6 +252,31 @@ class Host:
             health.set_status("stopped")
             health.event("stopped", "stopped in order")
             self._publish_health(force=True)
+
+    def _within_grace(self, wait: Callable[[], None], what: str, executor: Executor) -> None:
+        """`wait()`, but no longer than the shutdown grace: then every provider is stopped,
+        which ends the calls still waiting for one, and the wait goes on to its end."""
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                wait()
+            except BaseException as exc:  # noqa: BLE001 - raised in the stopping thread
+                errors.append(exc)
+
+        waiter = threading.Thread(target=run, name="agentctl-stop-wait", daemon=True)
+        waiter.start()
+        waiter.join(self.shutdown_grace)
+        if waiter.is_alive():
+            message = (f"{what} did not finish within {self.shutdown_grace:g} s of the stop: "
+                       "stopping the providers")
+            self._notify(f"agentctl: {message}")
+            assert self.health is not None
+            self.health.event("providers-stopped", message)
+            executor.pool.stop_all()
+            waiter.join()
+        if errors:
+            raise errors[0]
 
     # -- health -----------------------------------------------------------------------------
 

@@ -113,3 +113,27 @@ def test_a_host_that_cannot_take_the_executor_lock_fails_at_once(tmp_path: Path)
         assert caught.value.exit_code == 4
     finally:
         holder.release()
+
+
+def test_a_provider_that_never_answers_cannot_hold_the_stop(tmp_path: Path) -> None:
+    # A real ACP agent (the project's test agent) that never answers session/list: the
+    # host's first collection waits on it until the stop's grace runs out and the host
+    # stops the provider, which ends the wait.
+    from tests.support.acp_agents import agent_argv
+
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    argv = ", ".join(f'"{a}"' for a in agent_argv(home, "--hang-on", "session/list"))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[sources.stuck]\ndriver = "acp"\ncwd = "{tmp_path}"\ncommand = [{argv}]\n')
+    workspace = Workspace(config_path=config, store_url=f"sqlite:///{tmp_path / 'fabric.db'}",
+                          state_dir=tmp_path / "state")
+    notes: list[str] = []
+    host = Host(workspace, interval=0, shutdown_grace=1.0, notify=notes.append)
+    running = Running(host)
+    _until(lambda: host.health is not None and host.health.record()["collection"]["running"],
+           "the first collection is waiting on the agent")
+    running.stop()  # asserts the host stopped within the guard
+    record = host.health.record()
+    assert record["status"] == "stopped"
+    assert any("did not finish within 1 s of the stop" in note for note in notes)

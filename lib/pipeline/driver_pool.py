@@ -19,9 +19,12 @@ class DriverPool:
     def __init__(self, factory: Callable[[str], AgentDriver]) -> None:
         self._factory = factory
         self._drivers: dict[str, AgentDriver | DriverError] = {}
+        self._stopped = False
 
     def get(self, source_id: str) -> AgentDriver | DriverError:
         if source_id not in self._drivers:
+            if self._stopped:
+                return DriverError("driver-stopped", f"source {source_id}: its provider was stopped")
             try:
                 driver = self._factory(source_id)
                 driver.start()
@@ -37,10 +40,22 @@ class DriverPool:
             raise driver
         return driver
 
+    def stop_all(self) -> None:
+        """Stop every started driver now, which ends the waits of their calls in flight,
+        and start no other: the pool's calls fail from here on (a host's stop that can
+        wait no longer for a provider that does not answer)."""
+        if not self._stopped:
+            self._stopped = True
+            for driver in list(self._drivers.values()):
+                if isinstance(driver, AgentDriver):
+                    driver.stop()
+
     def close(self) -> None:
-        for driver in self._drivers.values():
-            if isinstance(driver, AgentDriver):
-                driver.stop()
+        if not self._stopped:
+            for driver in self._drivers.values():
+                if isinstance(driver, AgentDriver):
+                    driver.stop()
+        self._stopped = True
         self._drivers.clear()
 
     def __enter__(self) -> DriverPool:
