@@ -7,69 +7,26 @@ a stop. Real parts throughout (the pinned SDK, its bundled CLI, the fake Message
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from lib.drivers.base import DriverError
-from lib.drivers.claude_agent_sdk import ClaudeAgentSdkDriver
-from lib.types import AgentSourceConfig, PromptInput, StartInput
-from tests.support.claude_home import (
-    FixtureSession,
-    FixtureTurn,
-    make_config_dir,
-    session_id,
-    write_session,
-)
-from tests.support.claude_prompts import claude_children, claude_env
-from tests.support.fake_anthropic_server import FakeAnthropicServer
+from lib.types import PromptInput, StartInput
+from tests.support.claude_prompts import PromptWorld, claude_children, prompt_world
 
-WHEN = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 GUARD_SECONDS = 120  # a guard against a hang, never the measure of a test
 
 
-@dataclasses.dataclass
-class Faults:
-    server: FakeAnthropicServer
-    root: Path
-    config_dir: Path
-    work: Path
-    env: dict[str, str]
-
-    def config(self, **fields) -> AgentSourceConfig:
-        fields.setdefault("id", "claude")
-        return AgentSourceConfig(driver="claude-agent-sdk", config_dir=str(self.config_dir),
-                                 cwd=str(self.work), env=self.env, **fields)
-
-    def session(self, name: str, *, poison: bytes | None = None) -> str:
-        fixture = FixtureSession(id=session_id(f"fault-{name}"), cwd=str(self.work),
-                                 turns=(FixtureTurn(f"Question of {name}", "Answer."),),
-                                 created_at=WHEN, updated_at=WHEN, branch=None, poison=poison)
-        write_session(self.config_dir, fixture)
-        return fixture.id
-
-    def driver(self, **fields) -> ClaudeAgentSdkDriver:
-        driver = ClaudeAgentSdkDriver(self.config(**fields))
-        driver.start()
-        return driver
-
-
 @pytest.fixture(scope="module")
-def faults(tmp_path_factory) -> Iterator[Faults]:
-    root = tmp_path_factory.mktemp("claude-faults")
-    work = root / "work"
-    work.mkdir()
-    config_dir = make_config_dir(root / "claude-config", [])
-    with FakeAnthropicServer() as server:
-        yield Faults(server, root, config_dir, work, claude_env(server.url, root / "home"))
+def faults(tmp_path_factory) -> Iterator[PromptWorld]:
+    with prompt_world(tmp_path_factory.mktemp("claude-faults")) as world:
+        yield world
 
 
 @pytest.fixture(autouse=True)

@@ -4,67 +4,33 @@ on 127.0.0.1, over fixture sessions in a temporary configuration directory."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from lib.drivers.claude_agent_sdk import ClaudeAgentSdkDriver
 from lib.drivers.claude_sdk_adapter import ClaudeSdkAdapter
-from lib.types import AgentSourceConfig, CommandExecutionOptions, PromptInput, StartInput
+from lib.types import CommandExecutionOptions, PromptInput, StartInput
 from tests.support.claude_home import (
     FixtureSession,
     FixtureTurn,
     make_config_dir,
     session_id,
-    write_session,
 )
-from tests.support.claude_prompts import claude_children, claude_env, option
-from tests.support.fake_anthropic_server import REPLY_PREFIX, FakeAnthropicServer
+from tests.support.claude_prompts import WHEN, PromptWorld, claude_children, option, prompt_world
+from tests.support.fake_anthropic_server import REPLY_PREFIX
 
-WHEN = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 GUARD_SECONDS = 120  # a guard against a hang, never the measure of a test
 
 
-@dataclasses.dataclass
-class Setup:
-    server: FakeAnthropicServer
-    root: Path
-    config_dir: Path
-    work: Path
-    other: Path
-    env: dict[str, str]
-
-    def config(self, **fields) -> AgentSourceConfig:
-        fields.setdefault("cwd", str(self.work))
-        fields.setdefault("id", "claude")
-        fields.setdefault("config_dir", str(self.config_dir))
-        return AgentSourceConfig(driver="claude-agent-sdk", env=self.env, **fields)
-
-    def session(self, name: str, *, cwd: Path | None = None) -> str:
-        """A new fixture session (one turn) in `cwd` (default: the work directory)."""
-        fixture = FixtureSession(id=session_id(f"prompt-{name}"), cwd=str(cwd or self.work),
-                                 turns=(FixtureTurn(f"Earlier question of {name}", "Earlier answer."),),
-                                 created_at=WHEN, updated_at=WHEN, branch=None)
-        write_session(self.config_dir, fixture)
-        return fixture.id
-
-
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory) -> Iterator[Setup]:
-    root = tmp_path_factory.mktemp("claude-prompts")
-    work, other = root / "work", root / "other"
-    work.mkdir()
-    other.mkdir()
-    config_dir = make_config_dir(root / "claude-config", [])
-    with FakeAnthropicServer() as server:
-        yield Setup(server, root, config_dir, work, other, claude_env(server.url, root / "home"))
+def setup(tmp_path_factory) -> Iterator[PromptWorld]:
+    with prompt_world(tmp_path_factory.mktemp("claude-prompts")) as world:
+        yield world
 
 
 @pytest.fixture(scope="module")

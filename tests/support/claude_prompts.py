@@ -9,8 +9,24 @@ source's `env`, which the driver gives each conversation (never our own environm
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+
+from lib.drivers.claude_agent_sdk import ClaudeAgentSdkDriver
+from lib.types import AgentSourceConfig
+from tests.support.claude_home import (
+    FixtureSession,
+    FixtureTurn,
+    make_config_dir,
+    session_id,
+    write_session,
+)
+from tests.support.fake_anthropic_server import FakeAnthropicServer
+
+WHEN = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)
 
 
 def claude_env(base_url: str, home: Path) -> dict[str, str]:
@@ -67,3 +83,45 @@ def option(argv: list[str], flag: str) -> str | None:
         if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
     return None
+
+
+@dataclass
+class PromptWorld:
+    """A fake Messages API, an empty Claude configuration directory, and two working
+    directories (`work`, the sources' default, and `other`) for real prompts."""
+
+    server: FakeAnthropicServer
+    root: Path
+    config_dir: Path
+    work: Path
+    other: Path
+    env: dict[str, str]
+
+    def config(self, **fields) -> AgentSourceConfig:
+        fields.setdefault("cwd", str(self.work))
+        fields.setdefault("id", "claude")
+        fields.setdefault("config_dir", str(self.config_dir))
+        return AgentSourceConfig(driver="claude-agent-sdk", env=self.env, **fields)
+
+    def session(self, name: str, *, cwd: Path | None = None, poison: bytes | None = None) -> str:
+        """A new fixture session (one turn) in `cwd` (default: the work directory)."""
+        fixture = FixtureSession(id=session_id(f"prompt-{name}"), cwd=str(cwd or self.work),
+                                 turns=(FixtureTurn(f"Earlier question of {name}", "Earlier answer."),),
+                                 created_at=WHEN, updated_at=WHEN, branch=None, poison=poison)
+        write_session(self.config_dir, fixture)
+        return fixture.id
+
+    def driver(self, **fields) -> ClaudeAgentSdkDriver:
+        driver = ClaudeAgentSdkDriver(self.config(**fields))
+        driver.start()
+        return driver
+
+
+@contextmanager
+def prompt_world(root: Path) -> Iterator[PromptWorld]:
+    work, other = root / "work", root / "other"
+    work.mkdir()
+    other.mkdir()
+    config_dir = make_config_dir(root / "claude-config", [])
+    with FakeAnthropicServer() as server:
+        yield PromptWorld(server, root, config_dir, work, other, claude_env(server.url, root / "home"))
