@@ -21,7 +21,6 @@ using the conversation). Modes and models are kept in memory per session.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,7 +28,7 @@ from typing import Any, TypeVar
 from lib.drivers.base import AgentDriver, CancelSignal, DriverError, DriverUnavailable
 from lib.drivers.child_channels import report_provider_output
 from lib.drivers.claude_desktop import DesktopStarts, Opener
-from lib.drivers.claude_listing import ListingSnapshot
+from lib.drivers.claude_listing import ListingSnapshot, parse_offset
 from lib.drivers.claude_loop import ClaudeLoop
 from lib.drivers.claude_options import (
     CONFIG_OPTIONS,
@@ -59,19 +58,7 @@ from lib.types import (
 __all__ = ["CONFIG_DIR_VARIABLE", "PAGE_SIZE", "ClaudeAgentSdkDriver", "ClaudeSdkAdapter", "config_dir_of"]
 
 PAGE_SIZE = 100
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
 _T = TypeVar("_T")
-
-
-def parse_offset(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    if not isinstance(cursor, str) or not _DECIMAL.fullmatch(cursor):
-        raise DriverError(
-            "invalid-cursor",
-            f"cursor {cursor!r} is not one this driver made: expected a decimal offset such as '100'",
-        )
-    return int(cursor)
 
 
 class ClaudeAgentSdkDriver(AgentDriver):

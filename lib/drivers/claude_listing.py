@@ -18,15 +18,30 @@ after a prompt never publishes the summary from before it.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
 
+from lib.drivers.base import DriverError
 from lib.types import SessionSummary
 
 # How long a listing serves later pages and reads. A sync lists and then reads at once;
 # a page or read this long after its listing asks the SDK.
 MAX_AGE = 300.0
+_DECIMAL = re.compile(r"0|[1-9][0-9]*")
+
+
+def parse_offset(cursor: str | None) -> int:
+    """The offset a cursor names: a decimal count of sessions, none for the first page."""
+    if cursor is None:
+        return 0
+    if not isinstance(cursor, str) or not _DECIMAL.fullmatch(cursor):
+        raise DriverError(
+            "invalid-cursor",
+            f"cursor {cursor!r} is not one this driver made: expected a decimal offset such as '100'",
+        )
+    return int(cursor)
 
 
 class ListingSnapshot:
