@@ -6,9 +6,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from lib.workspace import Workspace
+if TYPE_CHECKING:  # imported when a command first asks for it: `--help` never does
+    from lib.workspace import Workspace
 
 T = TypeVar("T")
 
@@ -26,6 +27,8 @@ class AppContext:
     @property
     def workspace(self) -> Workspace:
         if self._workspace is None:
+            from lib.workspace import Workspace
+
             self._workspace = Workspace(**self.settings, notify=self.say)
         return self._workspace
 

@@ -1,45 +1,12 @@
-"""The `agentctl` command group: global options (cli/options.py) and ending with an error's
-exit code, or with 143 on SIGTERM."""
+"""`agentctl`'s entry point: the group (cli/group.py) run with every error as one line and
+its exit code, 143 on SIGTERM. `agentctl --version` alone is answered before click or
+anything else is imported."""
 
 from __future__ import annotations
 
-import logging
-import re
-import signal
 import sys
-import traceback
 
-import click
-
-from cli.commands import COMMANDS
-from cli.context import AppContext
-from cli.options import global_options, take_group_options, with_global_options
-from lib.errors import CodedError, ExitCode
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@global_options
-@click.version_option(package_name="agentctl", prog_name="agentctl")
-@click.pass_context
-def cli(ctx: click.Context, **options: object) -> None:
-    """Collect coding-agent sessions into a Fabric store and drive the agents from it.
-
-    Subcommands pipe JSON lines to each other:
-
-    \b
-        agentctl list codex | agentctl read | agentctl prepare | agentctl publish
-
-    The global options go before or after the subcommand (agentctl sync -q).
-    """
-    app = ctx.ensure_object(AppContext)
-    take_group_options(app, options)
-    ctx.call_on_close(app.close)
-
-
-for command in COMMANDS:
-    cli.add_command(with_global_options(command))
-
-TERMINATED = ExitCode.TERMINATED  # 128 + SIGTERM: what a shell reports for a process SIGTERM ended
+from cli.version import VERSION
 
 
 class Terminated(BaseException):
@@ -50,31 +17,25 @@ class Terminated(BaseException):
 
 
 def _terminate(signum: int, frame: object) -> None:
+    import signal
+
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Terminated()
 
 
-class LibraryLog(logging.Handler):
-    """The library's log on stderr: warnings (a command skipped as invalid, a receipt not
-    published yet) unless -q; details (a failing provider's own output) only with -v."""
-
-    def __init__(self, app: AppContext) -> None:
-        super().__init__()
-        self.app = app
-
-    def emit(self, record: logging.LogRecord) -> None:
-        shown = self.app.verbose or (record.levelno >= logging.WARNING and not self.app.quiet)
-        if shown:
-            click.echo(f"agentctl: {record.getMessage()}", err=True)
-
-
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:  # what click's --version prints, without click
+        print(f"agentctl, version {VERSION}")
+        sys.exit(0)
+    import signal
+
+    import click
+
+    from cli.context import AppContext
+    from cli.group import cli
+    from lib.errors import CodedError, ExitCode
+
     app = AppContext()  # filled in by the options, before and after the subcommand
-    for name in ("agentctl", "lib"):  # provider output; the library modules' own loggers
-        library_log = logging.getLogger(name)
-        library_log.addHandler(LibraryLog(app))
-        library_log.setLevel(logging.INFO)
-        library_log.propagate = False
     signal.signal(signal.SIGTERM, _terminate)
     try:
         # Without standalone mode click returns the code of `ctx.exit(code)` instead of exiting.
@@ -82,7 +43,7 @@ def main() -> None:
     except CodedError as exc:
         # Every error a user can cause: one line, and the exit code its class names.
         if app.verbose:
-            traceback.print_exc()
+            _print_traceback()
         click.echo(f"agentctl: {exc.message}", err=True)
         sys.exit(int(exc.exit_code))
     except click.exceptions.Abort:
@@ -107,22 +68,38 @@ def main() -> None:
         sys.exit(130)
     except Terminated:
         click.echo("agentctl: terminated (SIGTERM)", err=True)
-        sys.exit(TERMINATED)
+        sys.exit(ExitCode.TERMINATED)  # 128 + SIGTERM: what a shell reports for a process SIGTERM ended
     except Exception as exc:  # the last guard: one line, never a traceback unless -v
         if app.verbose:
-            traceback.print_exc()
+            _print_traceback()
         click.echo(f"agentctl: internal error: {exc.__class__.__name__}: {exc} (run with -v for details)", err=True)
         sys.exit(ExitCode.FAILURE)
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
+
+
 def one_line(message: str) -> str:
     """A click message as one lowercase clause: "No such option: --x. Did you mean
     --y?" becomes "no such option: --x (did you mean --y?)"."""
+    import re
+
     text = " ".join(message.split())
     text = re.sub(r"\.? ?Did you mean (.*)$", r" (did you mean \1)", text)
     text = text.rstrip(".")
     return text[:1].lower() + text[1:]
 
 
-__all__ = ["cli", "main", "one_line"]
+def __getattr__(name: str) -> object:
+    if name == "cli":  # the click group, as `from cli.main import cli` found it before
+        from cli.group import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["main", "one_line"]

@@ -14,7 +14,6 @@ import click
 from click.core import ParameterSource
 
 from cli.context import AppContext
-from lib.fabric.identity import DID_FORM, is_did
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +24,8 @@ class SpaceDid(click.ParamType):
     name = "DID"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from lib.fabric.identity import DID_FORM, is_did  # only when --space is given
+
         if not is_did(value):
             self.fail(f"{value!r} is not a DID ({DID_FORM})", param, ctx)
         return value

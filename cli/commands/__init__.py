@@ -1,20 +1,64 @@
-"""One module per subcommand; COMMANDS is what `cli.main` registers."""
+"""One module per subcommand, imported only when that subcommand runs (or its --help is
+asked): COMMAND_TABLE names each one, where it is defined, and its short help, which is
+all `agentctl --help` needs. tests/test_startup_commands.py checks the table against the
+real commands, so it cannot drift from them.
 
-from cli.commands.command import command_group
-from cli.commands.health import health_command
-from cli.commands.init import init_command
-from cli.commands.list import list_command
-from cli.commands.prepare import prepare_command
-from cli.commands.publish import publish_command
-from cli.commands.read import read_command
-from cli.commands.receipts import receipts_command
-from cli.commands.recover import recover_command
-from cli.commands.serve import serve_command
-from cli.commands.sessions import sessions_command
-from cli.commands.show import show_command
-from cli.commands.store import store_group
-from cli.commands.sync import sync_command
+`COMMANDS` (every command, loaded) is still here for code that wants them all; asking for
+it imports every command module.
+"""
 
-COMMANDS = [list_command, read_command, prepare_command, publish_command, sync_command, sessions_command, show_command,
-            command_group, receipts_command, recover_command, init_command, serve_command, health_command,
-            store_group]
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CommandEntry:
+    """A subcommand before its module is imported: `module`.`attribute` is the click
+    command; `short_help` is what `cmd.get_short_help_str()` gives for it, untruncated."""
+
+    name: str
+    module: str
+    attribute: str
+    short_help: str
+
+    def load(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attribute)
+
+
+COMMAND_TABLE: tuple[CommandEntry, ...] = (
+    CommandEntry("list", "cli.commands.list", "list_command", "List the sessions of SOURCE."),
+    CommandEntry("read", "cli.commands.read", "read_command",
+                 "Read whole sessions: `summary` records on stdin, or SESSION_IDS of --source."),
+    CommandEntry("prepare", "cli.commands.prepare", "prepare_command",
+                 "Prepare sessions for publication: stable key, event chunks, content hashes."),
+    CommandEntry("publish", "cli.commands.publish", "publish_command",
+                 "Publish sessions into the Fabric space (--store, --space)."),
+    CommandEntry("sync", "cli.commands.sync", "sync_command",
+                 "Collect SOURCES (default: every enabled source) and publish them."),
+    CommandEntry("sessions", "cli.commands.sessions", "sessions_command",
+                 "Show the sessions published in the space, newest first."),
+    CommandEntry("show", "cli.commands.show", "show_command",
+                 "Show the published session KEY (as `agentctl sessions` lists it)."),
+    CommandEntry("command", "cli.commands.command", "command_group",
+                 "Send commands to agent sessions, and carry them out."),
+    CommandEntry("receipts", "cli.commands.receipts", "receipts_command",
+                 "Show the latest command receipts in the space, newest first."),
+    CommandEntry("recover", "cli.commands.recover", "recover_command",
+                 "Publish the receipts an executor left unpublished."),
+    CommandEntry("init", "cli.commands.init", "init_command",
+                 "Set agentctl up on this machine: your identity and a configuration file."),
+    CommandEntry("serve", "cli.commands.serve", "serve_command",
+                 "Keep every session published and carry out commands, until stopped."),
+    CommandEntry("health", "cli.commands.health", "health_command",
+                 "Show the health the host (`agentctl serve`) published, and whether it runs."),
+    CommandEntry("store", "cli.commands.store", "store_group", "Work on stores as a whole."),
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "COMMANDS":  # every command, loaded: imports every command module
+        return [entry.load() for entry in COMMAND_TABLE]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
