@@ -1,0 +1,67 @@
+"""Start-up imports only what it uses (issue 14, goal 6): `agentctl --version` imports
+neither click nor any lib module; `agentctl --help` imports click and the small cli
+modules, no subcommand module, no pydantic, no lib module beyond lib.errors; a
+subcommand imports its own module and no other subcommand's. Checked on the real
+console script's own `-X importtime` report, not by timing."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.metadata import version
+
+import pytest
+
+from cli.commands import COMMAND_TABLE
+from cli.version import VERSION
+from tests.support.cli import REPO, agentctl_env
+from tests.support.startup import run_with_imports
+
+# What `agentctl --help` may import from lib: the exit-code table main() ends with.
+HELP_LIB_MODULES = {"lib", "lib.errors"}
+HEAVY = ("pydantic", "pydantic_core", "cryptography", "sqlite3", "filelock", "asyncio", "logging")
+COMMAND_MODULES = {entry.module for entry in COMMAND_TABLE}
+
+
+def test_version_imports_neither_click_nor_lib(tmp_path):
+    result = run_with_imports(["--version"], agentctl_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"agentctl, version {VERSION}\n"
+    assert "cli.main" in result.modules  # the runner sees the script's own imports
+    assert result.imported("click") == set()
+    assert result.imported("lib") == set()
+    for heavy in HEAVY:
+        assert result.imported(heavy) == set(), heavy
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"]])
+def test_help_imports_no_command_module_no_pydantic_and_only_lib_errors(tmp_path, args):
+    result = run_with_imports(args, agentctl_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "Commands:" in result.stdout
+    assert "click" in result.modules
+    assert result.imported("lib") <= HELP_LIB_MODULES, result.imported("lib")
+    assert result.modules.isdisjoint(COMMAND_MODULES), result.modules & COMMAND_MODULES
+    for heavy in HEAVY:
+        assert result.imported(heavy) == set(), heavy
+
+
+def test_version_after_a_global_option_goes_through_click_and_says_the_same(tmp_path):
+    result = run_with_imports(["-q", "--version"], agentctl_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "click" in result.modules  # not the fast path: click's own --version
+    assert result.stdout == f"agentctl, version {VERSION}\n"
+    assert result.imported("pydantic") == set() and result.imported("lib") <= HELP_LIB_MODULES
+
+
+@pytest.mark.parametrize("entry", COMMAND_TABLE, ids=lambda entry: entry.name)
+def test_a_subcommand_help_imports_its_module_and_no_other_command_module(tmp_path, entry):
+    result = run_with_imports([entry.name, "--help"], agentctl_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Usage: agentctl {entry.name} ")
+    assert entry.module in result.modules
+    assert result.modules & COMMAND_MODULES == {entry.module}
+
+
+def test_the_version_is_the_installed_package_version_and_pyprojects():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert VERSION == project["version"] == version("agentctl")
