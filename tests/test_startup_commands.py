@@ -11,7 +11,7 @@ from cli.commands import COMMAND_TABLE
 from cli.lazy_group import LazyGroup
 from lib.errors import ExitCode
 from tests.support.cli import REPO, agentctl_env, run
-from tests.support.startup import run_with_imports
+from tests.test_startup_imports import run_with_imports
 
 
 def _loaded() -> list[tuple[object, click.Command]]:

@@ -6,15 +6,46 @@ console script's own `-X importtime` report, not by timing."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
+from dataclasses import dataclass
 from importlib.metadata import version
 
 import pytest
 
 from cli.commands import COMMAND_TABLE
 from cli.version import VERSION
-from tests.support.cli import REPO, agentctl_env
-from tests.support.startup import run_with_imports
+from tests.support.cli import AGENTCTL, REPO, agentctl_env
+
+
+@dataclass
+class StartupRun:
+    """One run of the real `agentctl` console script under `python -X importtime`."""
+
+    returncode: int
+    stdout: str
+    stderr: str  # without the import-time lines
+    modules: set[str]
+
+    def imported(self, prefix: str) -> set[str]:
+        """Modules named `prefix` or below it."""
+        return {m for m in self.modules if m == prefix or m.startswith(prefix + ".")}
+
+
+def run_with_imports(args: list[str], env: dict[str, str], timeout: float = 120) -> StartupRun:
+    done = subprocess.run([sys.executable, "-X", "importtime", AGENTCTL, *args], env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    modules, other = set(), []
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:"):
+            name = line.rsplit("|", 1)[-1].strip()
+            if name != "imported package":  # the header line
+                modules.add(name)
+        else:
+            other.append(line)
+    return StartupRun(done.returncode, done.stdout, "\n".join(other), modules)
+
 
 # What `agentctl --help` may import from lib: the exit-code table main() ends with.
 HELP_LIB_MODULES = {"lib", "lib.errors"}
