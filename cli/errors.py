@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from lib.errors import ExitCode
-from lib.pipeline.records import RecordSink
+
+if TYPE_CHECKING:
+    from lib.pipeline.records import RecordSink
 
 
 def exit_for(sink: RecordSink) -> None:

@@ -19,7 +19,7 @@ import re
 import threading
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lib.drivers.base import (
     AgentDriver,
@@ -36,7 +36,7 @@ from lib.drivers.codex_threads import (
     snapshot_from_read,
     summary_from_thread,
 )
-from lib.drivers.jsonrpc_transport import JsonRpcTransport, RpcError, TransportClosed
+from lib.drivers.jsonrpc_messages import RpcError, TransportClosed
 from lib.types import (
     AgentSourceConfig,
     CommandError,
@@ -47,6 +47,9 @@ from lib.types import (
     PromptInput,
     SessionPage,
 )
+
+if TYPE_CHECKING:
+    from lib.drivers.jsonrpc_transport import JsonRpcTransport
 
 SOURCE_KINDS = [
     "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
@@ -89,6 +92,9 @@ class CodexAppServerDriver(AgentDriver):
     def __init__(self, config: AgentSourceConfig, *, page_size: int = PAGE_SIZE) -> None:
         super().__init__(config)
         self.page_size = page_size
+        # Imported here: describing a source (idle resync) needs the class, not the transport.
+        from lib.drivers.jsonrpc_transport import JsonRpcTransport
+
         # Named with the source: its failures (and, with -v, its own output) say which one.
         self._transport = JsonRpcTransport(name=f"codex app-server (source {self.source.id})",
                                            on_server_request=self._answer_server_request,

@@ -25,14 +25,15 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
-
-import filelock
+from typing import TYPE_CHECKING, Any
 
 from lib.errors import ExitCode
 from lib.fabric.private_paths import ownership_problem
 from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import StoreLock
+
+if TYPE_CHECKING:
+    import filelock
 
 _NOTE_LIMIT = 64 * 1024
 
@@ -135,11 +136,15 @@ class FileStoreLock(StoreLock):
         self.path = self.directory / f"{stem}.lock"
         self.holder_path = self.directory / f"{stem}.holder"
         super().__init__(space, name, where=str(self.path), **options)
-        self._file = filelock.FileLock(str(self.path), mode=0o600, thread_local=False)
+        self._file: filelock.FileLock | None = None  # made when first taken: a run that never locks never imports filelock
 
     def _take(self, timeout: float) -> bool:
+        import filelock  # with asyncio under it: worth not importing for a run that takes no lock
+
         ensure_private_directory(self.directory)
         os.close(_open_private_file(self.path, os.O_RDWR))
+        if self._file is None:  # under the StoreLock's owner lock: made once
+            self._file = filelock.FileLock(str(self.path), mode=0o600, thread_local=False)
         try:
             self._file.acquire(timeout=timeout)
         except filelock.Timeout:
@@ -147,6 +152,7 @@ class FileStoreLock(StoreLock):
         return True
 
     def _give(self) -> None:
+        assert self._file is not None  # given back only after taken
         self._file.release()
 
     def _write_holder(self, note: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 from lib.drivers.base import DriverError
 from lib.fabric.target import FabricTarget
-from lib.pipeline.build import publish_stage
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
@@ -48,6 +47,8 @@ def run_sync(
                 sink.put(record)
         sink.put(idle)
         return sink
+    from lib.pipeline.build import publish_stage  # the stages: not imported by an idle sync
+
     ahead = ReadAhead()  # the next session is read while this one is published
     stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
                           read_ahead=ahead)

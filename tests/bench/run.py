@@ -23,6 +23,7 @@ SECTIONS = [
     "tests.bench.command_bench",
     "tests.bench.host_bench",
     "tests.bench.sync_e2e_bench",
+    "tests.bench.startup_bench",
 ]
 
 

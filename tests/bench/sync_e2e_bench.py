@@ -21,7 +21,6 @@ with two of 38 MB, and 3,000 of ~80 KB; `--scale` adds 25,000 (not run by `make 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -46,24 +45,6 @@ QUICK = [RolloutCorpus(60, large=1, large_mb=4), RolloutCorpus(300)]
 SCALE = [RolloutCorpus(25_000)]
 
 
-# -- in the child process ----------------------------------------------------------------
-
-
-def agentctl_task(args: list[str], env: dict[str, str], out: str) -> dict[str, Any]:
-    """Run `agentctl ARGS` in this (fresh) process with `env`, its stdout to `out`."""
-    os.environ.update(env)
-    sys.argv = ["agentctl", *args]
-    from cli.main import main
-
-    code = 0
-    with open(out, "w", encoding="utf-8") as sink, contextlib.redirect_stdout(sink):
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return {"code": code}
-
-
 # -- one corpus ---------------------------------------------------------------------------
 
 
@@ -85,7 +66,7 @@ class Home:
     def sync(self, *args: str) -> dict[str, Any]:
         out = self.root / "sync-out.jsonl"
         start = clock()
-        result = run_child("tests.bench.sync_e2e_bench", "agentctl_task", ["sync", "--json", *args], self.env(), str(out))
+        result = run_child("tests.bench.startup_bench", "agentctl_task", ["sync", "--json", *args], self.env(), str(out))
         result["seconds"] = clock() - start
         if result["code"] != 0:
             raise RuntimeError(f"agentctl sync exited {result['code']}: {out.read_text()[-2000:]}")
