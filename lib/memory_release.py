@@ -14,7 +14,6 @@ Elsewhere than glibc (musl, macOS) releasing does nothing.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +49,8 @@ def _malloc_trim() -> Callable[[int], Any] | None:
     if _trim is False:
         _trim = None
         if sys.platform.startswith("linux"):
+            import ctypes  # only once a large session was read: not on every start-up
+
             try:
                 _trim = ctypes.CDLL(None).malloc_trim  # glibc only
             except (AttributeError, OSError):
