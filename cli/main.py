@@ -52,7 +52,10 @@ def main() -> None:
     except click.UsageError as exc:
         # click's three lines (Usage, Try, Error) as one: what was wrong; where to look
         command = exc.ctx.command_path if exc.ctx is not None else "agentctl"
-        click.echo(f"agentctl: {one_line(exc.format_message())}; see {command} --help", err=True)
+        # a group without its subcommand: click's message is the whole help text
+        what = "no command given" if isinstance(exc, click.exceptions.NoArgsIsHelpError) else one_line(
+            exc.format_message())
+        click.echo(f"agentctl: {what}; see {command} --help", err=True)
         sys.exit(ExitCode.USAGE)
     except click.ClickException as exc:
         click.echo(f"agentctl: {one_line(exc.format_message())}", err=True)

@@ -94,3 +94,10 @@ def test_an_unknown_subcommand_of_a_group_is_one_line_and_exit_2(tmp_path):
     result = run(["store", "paste"], agentctl_env(tmp_path))
     assert result.returncode == 2
     assert result.stderr == "agentctl: no such command 'paste'; see agentctl store --help\n"
+
+
+@pytest.mark.parametrize("words", [[], ["command"], ["store"]], ids=["agentctl", "command", "store"])
+def test_a_group_without_its_subcommand_is_one_short_line_and_exit_2(tmp_path, words):
+    result = run(words, agentctl_env(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr == f"agentctl: no command given; see {' '.join(['agentctl', *words])} --help\n"
