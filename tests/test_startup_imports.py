@@ -96,3 +96,26 @@ def test_a_subcommand_help_imports_its_module_and_no_other_command_module(tmp_pa
 def test_the_version_is_the_installed_package_version_and_pyprojects():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert VERSION == project["version"] == version("agentctl")
+
+
+# What an idle sync of an unchanged home has no use for: the provider's transport, the
+# pipeline's stages, the store's file locks (and asyncio under filelock), the other commands.
+IDLE_SYNC_UNUSED = (
+    "lib.drivers.jsonrpc_transport", "lib.drivers.websocket_pipe", "wsproto", "h11", "ssl",
+    "lib.pipeline.build", "lib.pipeline.publish_stage", "lib.pipeline.read_stage", "filelock", "asyncio",
+    "lib.executor", "lib.host", "lib.worker", "lib.transcript", "ctypes",
+)
+
+
+def test_an_idle_sync_of_an_unchanged_home_imports_no_transport_stage_or_lock(tmp_path):
+    from tests.test_cli_idle_sync import World
+
+    world = World(tmp_path)
+    world.prime()
+    started = world.starts()
+    result = run_with_imports(["sync", "--json"], world.env())
+    assert result.returncode == 0, result.stderr
+    assert '"inventoryUnchanged":true' in result.stdout and world.starts() == started  # idle indeed
+    assert result.modules & COMMAND_MODULES == {"cli.commands.sync"}
+    for module in IDLE_SYNC_UNUSED:
+        assert result.imported(module) == set(), module
