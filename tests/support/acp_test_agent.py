@@ -32,6 +32,11 @@ Fault injection (for the driver's fault tests; each names wire methods):
 Every session/load appends "begin <id>" and "end <id>" to <home>/loads.log, and the
 client's initialize parameters are kept in <home>/initialize.json.
 
+Per-session controls: a session file may name the modes its answers advertise
+("modes": mode ids, default ask, code and plan) and the configuration options they
+carry ("optionIds", default all); the tests edit them to change what a later answer
+says.
+
 Prompt text triggers (case-insensitive substrings):
   "permission"  -> emits a tool_call and sends session/request_permission
   "slow"        -> streams 50 chunks (useful for cancel tests)
@@ -99,6 +104,15 @@ MODELS = [("fast", "Fast model"), ("smart", "Smart model")]
 PROFILES = {"remote": [("gpt-a", "GPT A"), ("gpt-b", "GPT B")], "local": [("llama", "Llama")]}
 
 
+def _session_modes(rec: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The modes this session advertises: its own `modes` ids when it names them."""
+    known = {i: (i, n, d) for i, n, d in MODES}
+    ids = rec.get("modes")
+    if not isinstance(ids, list):
+        return list(MODES)
+    return [known.get(i, (i, i.title(), f"The {i} mode")) for i in ids]
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -148,7 +162,7 @@ class Store:
         self._path(session_id).unlink(missing_ok=True)
 
 
-def _seed(store: Store, n: int) -> None:
+def seed_sessions(store: Store, n: int) -> None:
     if n <= 0 or store.all():
         return
     base = _dt.datetime(2025, 1, 1, tzinfo=_dt.UTC)
@@ -201,7 +215,7 @@ class TestAgent:
     def __init__(self, opts: argparse.Namespace) -> None:
         self.opts = opts
         self.store = Store(Path(opts.home))
-        _seed(self.store, opts.seed)
+        seed_sessions(self.store, opts.seed)
         self.conn: Any = None
         self.active: dict[str, dict[str, Any]] = {}  # sessions loaded in this process
         self.cancel_events: dict[str, asyncio.Event] = {}
@@ -257,7 +271,7 @@ class TestAgent:
     def _modes(self, rec: dict[str, Any]) -> SessionModeState:
         return SessionModeState(
             current_mode_id=rec["mode"],
-            available_modes=[SessionMode(id=i, name=n, description=d) for i, n, d in MODES],
+            available_modes=[SessionMode(id=i, name=n, description=d) for i, n, d in _session_modes(rec)],
         )
 
     def _config_options(self, rec: dict[str, Any]) -> list[Any]:
@@ -268,7 +282,7 @@ class TestAgent:
                 name="Mode",
                 category="mode",
                 current_value=rec["mode"],
-                options=[SessionConfigSelectOption(value=i, name=n) for i, n, _ in MODES],
+                options=[SessionConfigSelectOption(value=i, name=n) for i, n, _ in _session_modes(rec)],
             ),
             SessionConfigOptionSelect(
                 type="select",
@@ -301,7 +315,8 @@ class TestAgent:
                     current_value=bool(rec["config"].get("verbose", False)),
                 )
             )
-        return opts
+        wanted = rec.get("optionIds")
+        return opts if not isinstance(wanted, list) else [o for o in opts if o.id in wanted]
 
     def _after_response(self, session_id: str) -> None:
         """Like real agents, advertise slash commands right after session setup."""
@@ -457,7 +472,7 @@ class TestAgent:
     async def set_session_mode(self, session_id: str, mode_id: str, **kw: Any) -> SetSessionModeResponse:
         await self._maybe_fail("session/set_mode")
         rec = self._require_active(session_id)
-        if mode_id not in {m[0] for m in MODES}:
+        if mode_id not in {m[0] for m in _session_modes(rec)}:
             raise RequestError.invalid_params({"details": f"unknown mode {mode_id}"})
         rec["mode"] = mode_id
         self._touch(rec)
@@ -471,7 +486,7 @@ class TestAgent:
         await self._maybe_fail("session/set_config_option")
         rec = self._require_active(session_id)
         if config_id == "mode":
-            if value not in {m[0] for m in MODES}:
+            if value not in {m[0] for m in _session_modes(rec)}:
                 raise RequestError.invalid_params({"details": f"unknown mode {value}"})
             rec["mode"] = value
             await self._send(session_id, {"sessionUpdate": "current_mode_update", "currentModeId": value}, record=False)
