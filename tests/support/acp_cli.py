@@ -59,14 +59,14 @@ class World:
 
 
 class AgentSessions:
-    """The test agent's session files under its home (tests/support/acp_test_agent.py)."""
+    """The test agent's session files under its home (tests/support/acp_test_sessions.py)."""
 
     def __init__(self, home: Path) -> None:
         self.directory = home / "sessions"
 
     def seed(self, count: int) -> None:
         """The sessions `--seed COUNT` makes, made now, so a test can edit them first."""
-        from tests.support.acp_test_agent import Store, seed_sessions
+        from tests.support.acp_test_sessions import Store, seed_sessions
 
         seed_sessions(Store(self.directory.parent), count)
 
