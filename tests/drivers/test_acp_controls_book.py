@@ -129,3 +129,22 @@ def test_a_planted_controls_directory_refuses_the_start_before_the_agent_runs(ag
     with pytest.raises(UnsafeControlsDirectory):
         driver.start()
     assert not (agents.home / "initialize.json").exists()
+
+
+def test_a_complete_inventory_adopts_what_another_process_learned_since_this_one_started(agents, state):
+    running = agents.driver("--seed", "3", start=False)
+    running.state_directory = lambda: state
+    running.start()  # nothing kept yet
+    assert running.source.capabilities.modes == []
+    other = agents.driver(start=False)
+    other.state_directory = lambda: state
+    other.start()
+    other.read_session("seed-002")  # kept by the other driver
+    cursor = None
+    while True:
+        page = running.list_sessions(cursor)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert running.source.capabilities.modes == ["ask", "code", "plan"]
+    assert running.controls.known("seed-002") and not running.controls.known("seed-001")
