@@ -257,7 +257,9 @@ class Workspace:
                 "source-cwd-missing",
                 f"'cwd' {config.cwd} ({where}) is not a directory; create it or change 'cwd'",
             )
-        return create_driver(config)
+        driver = create_driver(config)
+        driver.state_directory = self.private_state_path  # called only by a driver that keeps state
+        return driver
 
     def describe_source(self, source_id: str) -> SourceDescriptor:
         """A configured source's descriptor, without creating its driver."""

@@ -8,43 +8,10 @@ healthy one.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from lib.fabric.identity import load_or_create_identity
-from lib.fabric.session_reader import SessionReader
-from lib.fabric.store import open_store
-from tests.support.acp_agents import agent_argv
-from tests.support.cli import agentctl_env, pipeline, run
-
-GUARD_SECONDS = 120  # a guard against a hang, never the measure of a test
-
-
-def toml_list(argv: list[str]) -> str:
-    return "[" + ", ".join(f'"{a}"' for a in argv) + "]"
-
-
-class World:
-    def __init__(self, root: Path, *sources: tuple[str, list[str]]) -> None:
-        self.root = root
-        self.config = root / "config.toml"
-        text = ""
-        for source_id, args in sources:
-            home = root / f"{source_id}-home"
-            home.mkdir()
-            text += (f'[sources.{source_id}]\ndriver = "acp"\ncwd = "{root}"\n'
-                     f"command = {toml_list(agent_argv(home, *args))}\n")
-        self.config.write_text(text)
-        self.store_url = f"sqlite:///{root / 'fabric.sqlite3'}"
-        self.env = agentctl_env(root / "state", self.config, AGENTCTL_STORE=self.store_url)
-
-    def run(self, *args: str, timeout: float = GUARD_SECONDS):
-        return run(list(args), self.env, timeout=timeout)
-
-    def index(self):
-        identity = load_or_create_identity(self.root / "state" / "identity.json")
-        return SessionReader(open_store(self.store_url), identity.did, identity.did).index("all")
+from tests.support.acp_cli import GUARD_SECONDS, World
+from tests.support.cli import pipeline
 
 
 @pytest.fixture

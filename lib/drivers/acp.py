@@ -11,7 +11,9 @@ is a `session/load`: every `session/update` the agent sends for that session unt
 load's answer is one native event, in order (`acp_updates`). Loads of one session run one
 at a time (notifications name only the session, not the load), loads of different
 sessions together. Modes and configuration options are learned per session from the
-answers that carry them and published as the source's capabilities (`acp_controls`).
+answers that carry them and published as the source's capabilities (`acp_controls`);
+given a state directory, the driver keeps them there between runs
+(`acp_controls_book`), so a run that reads no session still publishes them.
 Commands are in `acp_commands`.
 
 Nothing here has an elapsed-time limit: a call ends with the agent's answer, the agent's
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 from lib.drivers.acp_commands import AcpCommands, PromptState
 from lib.drivers.acp_connection import AgentConnection
 from lib.drivers.acp_controls import SessionControls
+from lib.drivers.acp_controls_book import ControlsBook
 from lib.drivers.acp_loop import LoopClosed, LoopThread
 from lib.drivers.acp_process import agent_environment
 from lib.drivers.acp_updates import UpdateLog, snapshot_from_load, summary_from_info
@@ -97,6 +100,11 @@ class AcpDriver(AcpCommands, AgentDriver):
             if self._loop is not None or self._stopped:
                 raise DriverError("already-started", f"the driver of source {self.source.id} was started before")
             self._loop = LoopThread(f"agentctl-acp-{self.source.id}")
+        try:
+            self._keep_controls()
+        except BaseException:
+            self.stop()
+            raise
         connection = AgentConnection(self.name, on_update=self.updates.record, on_sent=self._sent)
         self._connection = connection
         argv = list(self.config.command or [])
@@ -138,6 +146,16 @@ class AcpDriver(AcpCommands, AgentDriver):
         info = init.agent_info
         self.source.provider_version = info.version if info is not None else None
 
+    def _keep_controls(self) -> None:
+        """With a state directory: the controls earlier runs learned are known (and
+        published) from the start, and what this run learns is kept for the next."""
+        if self.state_directory is None:
+            return
+        book = ControlsBook.open(self.state_directory(), self.source.id)
+        if book is not None:
+            self.controls.keep_in(book)
+            self.publish_controls()
+
     def _authenticate(self, init: Any, signal: CancelSignal | None) -> None:
         """Agents that gate every session call behind `authenticate` (codex-acp) are
         authenticated with the first `env_var` method whose variables the source's `env`
@@ -162,6 +180,7 @@ class AcpDriver(AcpCommands, AgentDriver):
         if loop is not None:
             connection = self._connection
             loop.close(connection.close() if connection is not None else None)
+        self.controls.close()
 
     def _run(self, coroutine: Awaitable[_T], signal: CancelSignal | None = None) -> _T:
         """Run a coroutine on the driver's loop, blocking; `driver-stopped` once stopped."""

@@ -6,6 +6,12 @@ response replaces what was known of that session, so a mode or option it no long
 names is gone. A successful `session/set_config_option` response replaces that session's
 option descriptors. A completed inventory forgets sessions it no longer lists.
 
+Kept between runs (`acp_controls_book`), once the driver hands a book to `keep_in`:
+what the book holds joins what is known, every change is written through (only when it
+changes what the book holds), and a forgotten session's file is removed. A complete
+inventory also adopts, from the book, listed sessions this process knows nothing of
+(learned by another process since this one started); what this process learned wins.
+
 Published (the source's capabilities): `modes` is the sorted union of every known
 session's mode ids; `configOptions` is an object of option descriptors by option id (the
 SDK's wire form). Where sessions describe one option id differently, the session whose id
@@ -20,7 +26,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lib.drivers.acp_controls_book import ControlsBook
 
 
 @dataclass
@@ -28,6 +37,19 @@ class Controls:
     modes: list[str] = field(default_factory=list)
     current_mode: str | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # by option id
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"modes": list(self.modes), "currentMode": self.current_mode, "options": dict(self.options)}
+
+    @classmethod
+    def from_wire(cls, value: dict[str, Any]) -> Controls | None:
+        """From a kept file; None when it is not in that form."""
+        modes, current, options = value.get("modes"), value.get("currentMode"), value.get("options")
+        if (not isinstance(modes, list) or not all(isinstance(mode, str) for mode in modes)
+                or not (current is None or isinstance(current, str)) or not isinstance(options, dict)
+                or not all(isinstance(d, dict) and d.get("id") == k for k, d in options.items())):
+            return None
+        return cls(modes=list(modes), current_mode=current, options=dict(options))
 
 
 class Refusal(Exception):
@@ -45,6 +67,73 @@ class SessionControls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sessions: dict[str, Controls] = {}
+        self._book: ControlsBook | None = None
+        self._written = threading.Lock()  # one write to the book at a time, the newest last
+        self._kept: dict[str, dict[str, Any]] = {}  # what the book holds, by session
+
+    # -- kept between runs ---------------------------------------------------------------
+
+    def keep_in(self, book: ControlsBook) -> None:
+        """Keep the controls in `book` from now on; what it holds joins what is known."""
+        stored = book.load_all()
+        with self._lock:
+            self._book = book
+            for session_id, wire in stored.items():
+                controls = Controls.from_wire(wire)
+                if controls is None:
+                    continue
+                self._kept[session_id] = controls.to_wire()
+                self._sessions.setdefault(session_id, controls)
+
+    def close(self) -> None:
+        with self._written:
+            book, self._book = self._book, None
+        if book is not None:
+            book.close()
+
+    def _write(self, session_id: str) -> None:
+        """The session's controls as known now into the book (removed when forgotten);
+        a write that fails leaves them in memory only, and the next change tries again."""
+        with self._written:
+            book = self._book
+            if book is None:
+                return
+            with self._lock:
+                controls = self._sessions.get(session_id)
+                wire = controls.to_wire() if controls is not None else None
+                if self._kept.get(session_id) == wire:
+                    return
+            try:
+                if wire is None:
+                    book.forget(session_id)
+                else:
+                    book.save(session_id, wire)
+            except OSError:
+                return
+            with self._lock:
+                if wire is None:
+                    self._kept.pop(session_id, None)
+                else:
+                    self._kept[session_id] = wire
+
+    def _adopt(self, session_ids: set[str]) -> None:
+        """Listed sessions this process knows nothing of, from the book (another process
+        may have learned them since this one started)."""
+        book = self._book
+        if book is None:
+            return
+        with self._lock:
+            unknown = sorted(session_ids - self._sessions.keys())
+        for session_id in unknown:
+            wire = book.load(session_id)
+            controls = Controls.from_wire(wire) if wire is not None else None
+            if controls is not None:
+                with self._lock:
+                    if session_id not in self._sessions:
+                        self._sessions[session_id] = controls
+                        self._kept[session_id] = controls.to_wire()
+
+    # -- learned -------------------------------------------------------------------------
 
     def learn(self, session_id: str, response: Any) -> None:
         """Replace the session's controls with what a new/load/resume response carries."""
@@ -56,23 +145,30 @@ class SessionControls:
         )
         with self._lock:
             self._sessions[session_id] = controls
+        self._write(session_id)
 
     def replace_options(self, session_id: str, config_options: Any) -> None:
         with self._lock:
             controls = self._sessions.setdefault(session_id, Controls())
             controls.options = _descriptors(config_options)
+        self._write(session_id)
 
     def mode_set(self, session_id: str, mode: str) -> None:
         with self._lock:
             if session_id in self._sessions:
                 self._sessions[session_id].current_mode = mode
+        self._write(session_id)
 
     def forget_unlisted(self, listed: set[str], keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        """After a complete inventory: keep only the sessions it listed (and `keep`)."""
+        """After a complete inventory: keep only the sessions it listed (and `keep`), and
+        adopt the book's controls of listed sessions not known here."""
         with self._lock:
-            for session_id in list(self._sessions):
-                if session_id not in listed and session_id not in keep:
-                    del self._sessions[session_id]
+            forgotten = [sid for sid in self._sessions if sid not in listed and sid not in keep]
+            for session_id in forgotten:
+                del self._sessions[session_id]
+        for session_id in forgotten:
+            self._write(session_id)
+        self._adopt(listed)
 
     def known(self, session_id: str) -> bool:
         with self._lock:

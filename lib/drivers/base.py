@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lib.errors import CodedError, ExitCode
@@ -111,6 +113,10 @@ class AgentDriver(ABC):
     """Blocking provider boundary. Subclasses override what their provider supports."""
 
     driver_kind: str = ""
+    # The workspace's private state directory (0700, checked; resolved only when called),
+    # for a driver that keeps something between runs (ACP: learned session controls).
+    # Set by the Workspace that creates the driver; None: nothing is kept.
+    state_directory: Callable[[], Path] | None = None
 
     def __init__(self, config: AgentSourceConfig) -> None:
         self.config = config

@@ -17,8 +17,10 @@ def list_source(
     *,
     signal: SignalSource = None,
 ) -> Iterator[dict[str, Any]]:
-    """`agentctl list`: the source record, every summary, then the inventory outcome."""
-    yield source_record(driver.source, observation_sequence, observation_origin)
+    """`agentctl list`: the source record, every summary, then the inventory outcome
+    (the source record again before it when listing changed the source's capabilities)."""
+    first = source_record(driver.source, observation_sequence, observation_origin)
+    yield first
     # The inventory rules (repeated cursors, repeats, the listing limit) live in the
     # collection stream; retaining every summary walks the inventory without reading.
     stream = stream_source(driver, signal, retain=lambda _summary: True)
@@ -27,6 +29,10 @@ def list_source(
             yield summary_record("summary", driver.source.id, item.summary)
         elif item.error is not None:
             yield collection_error_record("list", item.error)
+    if driver.source.to_wire()["capabilities"] != first["source"]["capabilities"]:
+        # The listing changed what the driver publishes (ACP: a complete inventory drops
+        # the controls of sessions it no longer lists): the source record again.
+        yield source_record(driver.source, observation_sequence, observation_origin)
     outcome = stream.outcome.to_wire()
     outcome.update(retained=0, complete=False)
     yield {"record": "outcome", "stage": "list", **outcome}

@@ -18,10 +18,10 @@ A request without `"stream": true` gets the same reply as one JSON message.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.fake_model_http import ModelHandler, ModelServer, ModelServerThread
 
 REPLY_PREFIX = "Fake Claude says: "
 
@@ -46,45 +46,31 @@ def _usage(output_tokens: int = 5) -> dict:
             "cache_read_input_tokens": 0}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ModelHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:  # keep stderr quiet
-        pass
-
-    def _json(self, code: int, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("request-id", "req_fake_" + uuid.uuid4().hex[:12])
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def extra_headers(self) -> dict[str, str]:
+        return {"request-id": "req_fake_" + uuid.uuid4().hex[:12]}
 
     def do_GET(self) -> None:
-        self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "no such path"}})
+        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": "no such path"}})
 
     do_HEAD = do_GET
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
+        body = self.read_json()
         path = self.path.split("?", 1)[0]
         if path == "/v1/messages/count_tokens":
-            self._json(200, {"input_tokens": 12})
+            self.send_json(200, {"input_tokens": 12})
             return
         if path != "/v1/messages":
             self.do_GET()
             return
         text = last_user_text(body)
-        self.server.record(text, body)
+        self.server.record_request(text, body)
         try:
             if "FAIL500" in text:
-                self._json(500, {"type": "error", "error": {"type": "api_error", "message": "fake injected error"}})
+                self.send_json(500, {"type": "error", "error": {"type": "api_error", "message": "fake injected error"}})
             elif "HANG" in text:
                 self.server.hang_started.set()
                 self.server.release.wait()
@@ -94,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if body.get("stream"):
                     self._stream(body.get("model") or "claude-fake", reply, hold="HOLD" in text)
                 else:
-                    self._json(200, {"id": "msg_fake_" + uuid.uuid4().hex[:20], "type": "message",
+                    self.send_json(200, {"id": "msg_fake_" + uuid.uuid4().hex[:20], "type": "message",
                                      "role": "assistant", "model": body.get("model") or "claude-fake",
                                      "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
                                      "stop_sequence": None, "usage": _usage()})
@@ -102,17 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client hung up, e.g. after an interrupt
 
     def _event(self, name: str, data: dict) -> None:
-        self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-        self.wfile.flush()
+        self.send_event(name, data)
 
     def _stream(self, model: str, reply: str, *, hold: bool) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("request-id", "req_fake_" + uuid.uuid4().hex[:12])
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self.start_events()
         self._event("message_start", {"type": "message_start", "message": {
             "id": "msg_fake_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None, "usage": _usage(1)}})
@@ -122,10 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                             "delta": {"type": "text_delta", "text": reply[:half]}})
         if hold:
-            self.server.hold_started.set()
-            # A ping each round notices a client that hung up.
-            while not self.server.release.wait(0.2):
-                self._event("ping", {"type": "ping"})
+            self.hold(lambda: self._event("ping", {"type": "ping"}))
         self._event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                             "delta": {"type": "text_delta", "text": reply[half:]}})
         self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
@@ -135,52 +111,35 @@ class _Handler(BaseHTTPRequestHandler):
         self._event("message_stop", {"type": "message_stop"})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(ModelServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.release = threading.Event()
-        self.hold_started = threading.Event()
+        super().__init__(_Handler)
         self.hang_started = threading.Event()
-        self.prompts: list[str] = []
         self.bodies: list[dict] = []
-        self._lock = threading.Lock()
 
-    def record(self, text: str, body: dict) -> None:
-        with self._lock:
+    def record_request(self, text: str, body: dict) -> None:
+        with self.lock:
             self.prompts.append(text)
             self.bodies.append(body)
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(ModelServerThread):
     """The fake Messages API on a thread of this process."""
 
+    _server: _Server
+
     def __init__(self) -> None:
-        self._server = _Server()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        super().__init__(_Server())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    @property
-    def prompts(self) -> list[str]:
-        """The last user text of every model request so far."""
-        with self._server._lock:
-            return list(self._server.prompts)
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def bodies(self) -> list[dict]:
         """Every model request's JSON body so far."""
-        with self._server._lock:
+        with self._server.lock:
             return list(self._server.bodies)
-
-    @property
-    def hold_started(self) -> threading.Event:
-        """Set once a HOLD reply is being held open."""
-        return self._server.hold_started
 
     @property
     def hang_started(self) -> threading.Event:
@@ -192,18 +151,3 @@ class FakeAnthropicServer:
         self._server.release.clear()
         self._server.hold_started.clear()
         self._server.hang_started.clear()
-
-    def release_holds(self) -> None:
-        self._server.release.set()
-
-    def close(self) -> None:
-        self._server.release.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> FakeAnthropicServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

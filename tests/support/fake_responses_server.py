@@ -29,7 +29,12 @@ import json
 import os
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script (a child that stops by itself): its package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.support.fake_model_http import ModelHandler, ModelServer, ModelServerThread  # noqa: E402
 
 REPLY_TEXT = os.environ.get("FAKE_REPLY_TEXT", "Hello from the fake model.")
 _ids = itertools.count(1)
@@ -68,47 +73,26 @@ def _usage() -> dict:
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ModelHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:  # keep stderr quiet
-        pass
-
-    def _json(self, code: int, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
         self.server.touch()
-        self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+        self.send_json(404, {"error": {"message": "not found", "type": "not_found"}})
 
     def do_POST(self) -> None:
         self.server.touch()
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else {}
-        except ValueError:
-            body = {}
+        body = self.read_json()
         if not self.path.split("?")[0].rstrip("/").endswith("/responses"):
-            self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+            self.send_json(404, {"error": {"message": "not found", "type": "not_found"}})
             return
         text = last_user_text(body)
         self.server.record(text)
         if "FAIL500" in text:
-            self._json(500, {"error": {"message": "fake failure", "type": "server_error"}})
+            self.send_json(500, {"error": {"message": "fake failure", "type": "server_error"}})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self.start_events()
         try:
             if "RUN:" in text and not _last_item_is_tool_output(body):
                 self._tool_call(body, text.split("RUN:", 1)[1].strip())
@@ -125,7 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client hung up, e.g. after turn/interrupt
 
     def _event(self, obj: dict) -> None:
-        self.wfile.write(f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode())
+        self.send_event(obj["type"], obj)
+
+    def _held(self) -> None:
+        self.wfile.write(b": held\n\n")  # a comment: a keep-alive no client parses
         self.wfile.flush()
 
     def _completed(self, rid: str, output: list) -> None:
@@ -150,11 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._event({"type": "response.output_text.delta", "item_id": mid, "output_index": 0,
                      "content_index": 0, "delta": reply})
         if hold:
-            self.server.hold_started.set()
-            # A keep-alive comment each round notices a client that hung up.
-            while not self.server.release.wait(0.2):
-                self.wfile.write(b": held\n\n")
-                self.wfile.flush()
+            self.hold(self._held)
         self._event({"type": "response.output_item.done", "output_index": 0, "item": item})
         if complete:
             self._completed(rid, [item])
@@ -180,61 +163,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._completed(rid, [item])
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(ModelServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.release = threading.Event()
-        self.hold_started = threading.Event()
+        super().__init__(_Handler)
         self.activity = threading.Event()
-        self.prompts: list[str] = []
-        self._lock = threading.Lock()
 
     def touch(self) -> None:
         self.activity.set()
 
-    def record(self, text: str) -> None:
-        with self._lock:
-            self.prompts.append(text)
 
-
-class FakeResponsesServer:
+class FakeResponsesServer(ModelServerThread):
     """The fake model API on a thread of this process."""
 
     def __init__(self) -> None:
-        self._server = _Server()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        super().__init__(_Server())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    @property
-    def prompts(self) -> list[str]:
-        """The last user text of every model request so far."""
-        return list(self._server.prompts)
-
-    @property
-    def hold_started(self) -> threading.Event:
-        """Set once a HOLD reply is being held open."""
-        return self._server.hold_started
-
-    def release_holds(self) -> None:
-        self._server.release.set()
-
-    def close(self) -> None:
-        self._server.release.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def __enter__(self) -> FakeResponsesServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return f"http://127.0.0.1:{self.port}/v1"
 
 
 def main() -> None:
@@ -251,7 +197,7 @@ def main() -> None:
         os.replace(args.port_file + ".tmp", args.port_file)
     print(f"listening on {server.url}", file=sys.stderr, flush=True)
     stop = threading.Event()
-    activity = server._server.activity
+    activity = server._server.activity  # type: ignore[attr-defined]
 
     def parent_gone() -> None:
         # stdin is a pipe from the parent: EOF means the parent has exited.
