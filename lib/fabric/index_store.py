@@ -10,7 +10,7 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,8 @@ from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import PackedPreviews, packed_row, unpacked_row
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, parse_session_index, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -85,7 +87,7 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     prior.versions[cells.all] = document.seq if document is not None else 0
     if value is not None:
         parsed = parse_session_index(value, bucket="all", strict=True)
-        prior.rows = {row["key"]: dict(row) for row in parsed.sessions}
+        prior.rows = {row["key"]: packed_row(dict(row)) for row in parsed.sessions}
         prior.row_links = _row_links(document.value, value, prior.rows)
         prior.sources = [dict(r) for r in parsed.sources]
         prior.checkouts = [dict(r) for r in parsed.checkouts]
@@ -137,6 +139,9 @@ def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str,
     return out
 
 
+ROW_BATCH = 256  # index rows planned (and, when nothing links them yet, written) at a time
+
+
 def commit_indexes(
     target: GraphTarget,
     cells: IndexCells,
@@ -150,23 +155,58 @@ def commit_indexes(
     A row equal to its prior row already has its cells: the root links the stored cell
     and the row is neither planned nor compared, so a publication costs O(changed rows)
     beyond building the two roots.
+
+    Rows are planned ROW_BATCH at a time, so memory holds one batch of planned cells,
+    not every row's (a first sync plans them all). A row whose cell no index root links
+    yet (a session new to the index) is written at once in a transaction of its batch:
+    nothing reaches it before the roots below link it, so a crash before then leaves an
+    unreachable cell, never an index pointing at a missing one. The cells of rows the
+    current roots link (a changed row) go into the final transaction with the roots.
+    The caller holds the publish lock: no other publication links a row meanwhile.
     """
     space, owner = target.space, target.owner
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
-    kept = {
+    recent_cause = recent_session_index_cause(space, owner)
+    all_cause = all_session_index_cause(space, owner)
+    links: dict[str, Link] = {
         key: prior.row_links[key]
         for key, row in ((r["key"], r) for r in complete["sessions"])
         if key in prior.row_links and same_row(row, prior.rows[key])
     }
+    linked = {link.id for link in prior.row_links.values()}
+    final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
+    written = 0
+    pending = [r for r in complete["sessions"] if r["key"] not in links]
+    planning = {r["key"] for r in pending}
+    pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+    for start in range(0, len(pending), ROW_BATCH):
+        batch = [unpacked_row(r) for r in pending[start : start + ROW_BATCH]]
+        planned = plan_graph(all_cause, {"sessions": batch}, array_scope)
+        row_links = planned.root.value["sessions"]
+        for row, link in zip(batch, row_links, strict=True):
+            links[row["key"]] = link
+        early: list[PlannedCell] = []
+        for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
+            if row_cell in linked:
+                for child in cells_of_row:
+                    final.setdefault(child.id, child)
+            else:
+                early.extend(cells_of_row)
+        del planned, batch
+        if early:
+            with target.store.transaction(space, target.writer) as tx:
+                for child in early:
+                    tx.write(child.id, child.value, target.labels)
+                tx.commit()
+            written += len(early)
     graphs = (
-        _plan_index(recent_session_index_cause(space, owner), recent, array_scope, kept),
-        _plan_index(all_session_index_cause(space, owner), complete, array_scope, kept),
+        _plan_index(recent_cause, recent, array_scope, links),
+        _plan_index(all_cause, complete, array_scope, links),
     )
-    children: dict[str, PlannedCell] = {}
     for graph in graphs:
         for child in graph.children:
-            children.setdefault(child.id, child)
-    changed = _changed(target, children)
+            final.setdefault(child.id, child)
+    changed = _changed(target, final)
     with target.store.transaction(space, target.writer) as tx:
         for cell, seen in prior.versions.items():
             now = tx.observe(cell)
@@ -182,7 +222,19 @@ def commit_indexes(
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
     target.committed[cells.all] = _committed(cells, complete, ordering, graphs[1], seq)
-    return len(changed) + len(graphs) + 1
+    return written + len(changed) + len(graphs) + 1
+
+
+def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:
+    """(row cell ID, the row's cells) in plan order: the planner puts a row's preview
+    cells right before the row cell itself."""
+    group: list[PlannedCell] = []
+    for child in children:
+        group.append(child)
+        if child.id in row_ids:
+            yield child.id, group
+            group = []
+    assert not group, "every planned cell belongs to a row"
 
 
 def _committed(
@@ -203,25 +255,28 @@ def _committed(
 
 
 def _plan_index(
-    cause: Any, value: Mapping[str, Any], array_scope: Any, kept: Mapping[str, Link]
+    cause: Any, value: Mapping[str, Any], array_scope: Any, links: Mapping[str, Link]
 ) -> PlannedGraph:
-    """Plan an index whose kept rows are linked, not planned: rows are keyed, so a row's
-    cell does not depend on its siblings and the planner's links for the other rows
-    stay what they would be in the full plan."""
-    rows = value["sessions"]
-    planned = plan_graph(cause, {**value, "sessions": [r for r in rows if r["key"] not in kept]}, array_scope)
-    fresh = iter(planned.root.value["sessions"])
-    links = [kept[r["key"]] if r["key"] in kept else next(fresh) for r in rows]
-    root = PlannedCell(planned.root.id, planned.root.cause, {**planned.root.value, "sessions": links})
+    """Plan an index root whose rows are all planned already: its `sessions` are the
+    rows' links (rows are keyed, so a row's cell does not depend on its siblings and the
+    links are what the full plan would give); its sources and checkouts are planned here."""
+    planned = plan_graph(cause, {**value, "sessions": []}, array_scope)
+    root = PlannedCell(planned.root.id, planned.root.cause,
+                       {**planned.root.value, "sessions": [links[r["key"]] for r in value["sessions"]]})
     return PlannedGraph(planned.space, root, planned.children)
 
 
 def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
-    """Equal as Fabric values; rows copied from the prior row compare by identity."""
+    """Equal as Fabric values; rows copied from the prior row compare by identity, and
+    previews packed from the same text compare without unpacking."""
     if row.keys() != prior.keys():
         return False
     if all(row[k] is prior[k] for k in row):
         return True
+    mine, theirs = row.get(PREVIEWS), prior.get(PREVIEWS)
+    if type(mine) is PackedPreviews and mine == theirs:
+        row = {k: v for k, v in row.items() if k != PREVIEWS}
+        prior = {k: v for k, v in prior.items() if k != PREVIEWS}
     return value_hash(row) == value_hash(prior)
 
 

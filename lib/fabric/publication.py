@@ -33,6 +33,7 @@ from lib.fabric.index_store import (
     prior_is_current,
     read_prior,
 )
+from lib.fabric.packed_previews import packed_row
 from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
@@ -208,7 +209,8 @@ class Publication:
             status=status,
             observed_at=now,
         )
-        self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
+        # held until the commit with its previews packed: memory per row, not per message
+        self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row))
         return PublishedOutcome(key, action, status)
 
     def add_retained(
