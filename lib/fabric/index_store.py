@@ -18,11 +18,17 @@ from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
-from lib.fabric.graph_read import read_graph_value
+from lib.fabric.graph_read import hydrate_value, read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PackedPreviews, packed_row, unpacked_row
-from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, parse_session_index, scope
+from lib.fabric.packed_previews import StoredPreviews, packed_row, same_previews, unpacked_row
+from lib.fabric.schemas import (
+    SESSION_INDEX_ARRAY_SCOPE,
+    FabricSchemaError,
+    parse_session_index,
+    scope,
+    session_row_problem,
+)
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 from lib.hashing import value_hash
@@ -83,16 +89,10 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     ):
         return _copy(committed)
     prior = PriorIndex()
-    value, document = read_complete_index(target, cells)
+    document = target.store.read(target.space, cells.all)
     prior.versions[cells.all] = document.seq if document is not None else 0
-    if value is not None:
-        parsed = parse_session_index(value, bucket="all", strict=True)
-        prior.rows = {row["key"]: packed_row(dict(row)) for row in parsed.sessions}
-        prior.row_links = _row_links(document.value, value, prior.rows)
-        prior.sources = [dict(r) for r in parsed.sources]
-        prior.checkouts = [dict(r) for r in parsed.checkouts]
-        prior.generation = parsed.generation
-        prior.dropped_rows = parsed.dropped_rows
+    if document is not None:
+        _read_rows(target, document.value, prior)
     recent = target.store.read(target.space, cells.recent)
     prior.versions[cells.recent] = recent.seq if recent is not None else 0
     if recent is not None and isinstance(recent.value, dict):
@@ -104,6 +104,50 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     if ordering is not None:
         prior.ordering = OrderingState.from_value(ordering.value)
     return prior
+
+
+def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
+    """The complete index's rows, ROW_BATCH at a time, each with its previews left in
+    its cell (StoredPreviews): memory holds the rows' own fields, not every preview, and
+    hydrating never holds more than one batch of rows. Validated as strictly as
+    `parse_session_index(strict=True)` validates a hydrated index."""
+    links = stored.get("sessions") if isinstance(stored, dict) else None
+    shell = stored if not isinstance(links, list) else {**stored, "sessions": []}
+    parsed = parse_session_index(
+        hydrate_value(target.store, target.space, shell, preserve_link_fields=PRESERVED_LINK_FIELDS),
+        bucket="all", strict=True,
+    )
+    prior.sources = [dict(r) for r in parsed.sources]
+    prior.checkouts = [dict(r) for r in parsed.checkouts]
+    prior.generation = parsed.generation
+    for start in range(0, len(links or ()), ROW_BATCH):
+        batch = links[start : start + ROW_BATCH]  # type: ignore[index]
+        rows = hydrate_value(target.store, target.space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
+                             keep_fields={PREVIEWS})
+        for position, (link, row) in enumerate(zip(batch, rows, strict=True), start=start):
+            previews = row.get(PREVIEWS) if isinstance(row, dict) else None
+            stored_previews = type(link) is Link and isinstance(previews, list) and all(
+                type(m) is Link and m.space == target.space for m in previews)
+            if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
+                row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
+            problem = session_row_problem({**row, PREVIEWS: []} if stored_previews else row)
+            if problem is None and row["key"] in prior.rows:
+                problem = f"row {row['key']} appears twice"
+            if problem is not None:
+                named = row.get("key") if isinstance(row, dict) and isinstance(row.get("key"), str) else None
+                raise FabricSchemaError(
+                    "invalid-index-row",
+                    f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
+                    f"{problem}; nothing was published: repair or remove that row",
+                )
+            row = dict(row)
+            if stored_previews:
+                row[PREVIEWS] = StoredPreviews(target.store, target.space, link.id)
+            else:
+                packed_row(row)
+            prior.rows[row["key"]] = row
+            if type(link) is Link:
+                prior.row_links[row["key"]] = link
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
@@ -124,19 +168,6 @@ def _copy(prior: PriorIndex) -> PriorIndex:
         generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
         dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links),
     )
-
-
-def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str, Link]:
-    """The stored cell of each valid prior row: the root's link at the row's position."""
-    links = stored.get("sessions") if isinstance(stored, dict) else None
-    values = hydrated.get("sessions") if isinstance(hydrated, dict) else None
-    if not isinstance(links, list) or not isinstance(values, list) or len(links) != len(values):
-        return {}
-    out: dict[str, Link] = {}
-    for link, row in zip(links, values, strict=True):
-        if isinstance(link, Link) and isinstance(row, dict) and row.get("key") in rows:
-            out.setdefault(row["key"], link)
-    return out
 
 
 ROW_BATCH = 256  # index rows planned (and, when nothing links them yet, written) at a time
@@ -221,7 +252,7 @@ def commit_indexes(
             tx.write(graph.root.id, graph.root.value, target.labels)
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
-    target.committed[cells.all] = _committed(cells, complete, ordering, graphs[1], seq)
+    target.committed[cells.all] = _committed(target, cells, complete, ordering, graphs[1], seq)
     return written + len(changed) + len(graphs) + 1
 
 
@@ -238,11 +269,17 @@ def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tupl
 
 
 def _committed(
+    target: GraphTarget,
     cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
 ) -> PriorIndex:
-    """What `read_prior` would read back right after this commit."""
-    rows = {row["key"]: row for row in complete["sessions"]}
+    """What `read_prior` would read back right after this commit (each row's previews
+    now read from its committed cell: the publication's spill goes with it)."""
     links = graph.root.value["sessions"]
+    rows = {
+        row["key"]: {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
+        if PREVIEWS in row and type(link) is Link else row
+        for row, link in zip(complete["sessions"], links, strict=True)
+    }
     return PriorIndex(
         rows=rows,
         sources=list(complete["sources"]),
@@ -273,8 +310,7 @@ def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
         return False
     if all(row[k] is prior[k] for k in row):
         return True
-    mine, theirs = row.get(PREVIEWS), prior.get(PREVIEWS)
-    if type(mine) is PackedPreviews and mine == theirs:
+    if same_previews(row.get(PREVIEWS), prior.get(PREVIEWS)):
         row = {k: v for k, v in row.items() if k != PREVIEWS}
         prior = {k: v for k, v in prior.items() if k != PREVIEWS}
     return value_hash(row) == value_hash(prior)

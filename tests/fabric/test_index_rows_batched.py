@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import lib.fabric.index_store as index_store
-from lib.fabric.packed_previews import PackedPreviews, packed_row, unpacked_row
+from lib.fabric.packed_previews import PackedPreviews, StoredPreviews, packed_row, unpacked_row
 from lib.fabric.store import Transaction
 from lib.hashing import value_hash
 from tests.fabric.target_helpers import descriptor, index, make_env, publish, rows, snapshot
@@ -91,3 +91,27 @@ def test_a_fake_fault_in_the_final_index_transaction_keeps_the_prior_indexes_who
     publish(target, descriptor(), more)
     assert _assert_every_indexed_manifest_is_complete(target) == {
         **{f"codex/{n}": 4 for n in names}, **{f"codex/new{i}": 2 for i in range(5)}}
+
+
+def test_prior_rows_are_read_with_their_previews_left_in_their_cells_and_survive_a_status_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(index_store, "ROW_BATCH", 2)
+    env = make_env(tmp_path)
+    target = env.target()
+    names = [f"s{i}" for i in range(5)]
+    publish(target, descriptor(), [snapshot(n, messages=3) for n in names])
+    before = rows(target)
+    target.graphs.committed.clear()  # read the store, not this process's memory of it
+    prior = index_store.read_prior(target.graphs, target.cells)
+    assert all(isinstance(r["recentMessages"], StoredPreviews) for r in prior.rows.values())
+    assert {k: unpacked_row(r) for k, r in prior.rows.items()} == before
+    # an incomplete inventory that reads one session: the four others turn stale, their
+    # rows planned again with the previews read back from their cells
+    target.graphs.committed.clear()
+    publish(target, descriptor(), [snapshot("s0", messages=4)], listed=["s0"], inventory_complete=False)
+    after = rows(target)
+    assert [after[f"codex/{n}"]["status"] for n in names] == ["complete"] + ["stale"] * 4
+    for n in names[1:]:
+        assert after[f"codex/{n}"]["recentMessages"] == before[f"codex/{n}"]["recentMessages"]
+    assert len(after["codex/s0"]["recentMessages"]) == 4
