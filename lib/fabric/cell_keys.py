@@ -10,26 +10,22 @@ cannot collide, and `cell` gives back the very ID that `key` was given.
 from __future__ import annotations
 
 import binascii
+import re
 
 _PREFIX = "of:fid1:"
 _LENGTH = len(_PREFIX) + 43
+_CANONICAL = re.compile(re.escape(_PREFIX) + "[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
 _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def key(cell_id: str) -> str | bytes:
     """The column value for a cell ID."""
-    if len(cell_id) != _LENGTH or not cell_id.startswith(_PREFIX):
+    # Only the canonical spelling (what encoding the 32 bytes gives back) is shortened:
+    # 42 characters, then one whose two low bits (padding) are zero.
+    if len(cell_id) != _LENGTH or _CANONICAL.fullmatch(cell_id) is None:
         return cell_id
-    try:
-        body = cell_id[len(_PREFIX) :].encode("ascii")
-        raw = binascii.a2b_base64(body.translate(_TO_STANDARD) + b"=", strict_mode=True)
-    except (UnicodeEncodeError, binascii.Error):
-        return cell_id
-    # only the canonical spelling (what encoding the bytes gives back) is shortened
-    if len(raw) != 32 or binascii.b2a_base64(raw, newline=False)[:43].translate(_TO_URLSAFE) != body:
-        return cell_id
-    return raw
+    return binascii.a2b_base64(cell_id[len(_PREFIX) :].encode("ascii").translate(_TO_STANDARD) + b"=")
 
 
 def cell(stored: str | bytes) -> str:

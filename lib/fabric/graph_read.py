@@ -49,13 +49,29 @@ def read_graph_value(
     return reader.read(root_id)
 
 
+def hydrate_value(
+    store: Store, space: str, value: Any, *, preserve_link_fields: Iterable[str] = frozenset(),
+    keep_fields: Iterable[str] = frozenset(),
+) -> Any:
+    """`value` (as stored, links in it) with its same-space links hydrated, without a
+    cache (memory holds this value's graph only). A field named in `keep_fields` keeps
+    its stored value, links and all (the target reads index rows this way, their
+    previews left in their cells)."""
+    preserve = frozenset(preserve_link_fields)
+    reader = _Reader(store, space, preserve | frozenset(keep_fields), {}, keep=frozenset(keep_fields))
+    reader.fetch([link.id for link in reader.links(value)], None)
+    return reader.hydrate(value)
+
+
 class _Reader:
     def __init__(
-        self, store: Store, space: str, preserve: frozenset[str], built: dict[str, Any]
+        self, store: Store, space: str, preserve: frozenset[str], built: dict[str, Any],
+        keep: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
         self.space = space
         self.preserve = preserve
+        self.keep = keep  # fields left as stored, whatever they hold
         self.built = built  # hydrated values under this read policy, by cell id
         self.raw: dict[str, Any] = {}  # fetched stored values, by cell id
         self.building: set[str] = set()
@@ -92,7 +108,7 @@ class _Reader:
     def links(self, value: Any) -> Iterator[Link]:
         """The links hydration follows in value (same space, not under a preserved field)."""
         stack = [value]
-        space, preserve = self.space, self.preserve
+        space, preserve, keep = self.space, self.preserve, self.keep
         while stack:
             v = stack.pop()
             t = type(v)
@@ -102,7 +118,7 @@ class _Reader:
                     if tx is Link:
                         if x.space == space and k not in preserve:
                             yield x
-                    elif tx is dict or tx is list:
+                    elif (tx is dict or tx is list) and k not in keep:
                         stack.append(x)
             elif t is list:
                 for x in v:
@@ -157,6 +173,8 @@ class _Reader:
                         continue
                     h = self.follow(v)
                 elif tv is dict or tv is list:
+                    if k in self.keep:
+                        continue
                     h = self.hydrate(v)
                     if h is v:
                         continue

@@ -10,7 +10,7 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +18,17 @@ from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
-from lib.fabric.graph_read import read_graph_value
+from lib.fabric.graph_read import hydrate_value, read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
-from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, parse_session_index, scope
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import StoredPreviews, packed_row, same_previews, unpacked_row
+from lib.fabric.schemas import (
+    SESSION_INDEX_ARRAY_SCOPE,
+    FabricSchemaError,
+    parse_session_index,
+    scope,
+    session_row_problem,
+)
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 from lib.hashing import value_hash
@@ -81,16 +89,10 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     ):
         return _copy(committed)
     prior = PriorIndex()
-    value, document = read_complete_index(target, cells)
+    document = target.store.read(target.space, cells.all)
     prior.versions[cells.all] = document.seq if document is not None else 0
-    if value is not None:
-        parsed = parse_session_index(value, bucket="all", strict=True)
-        prior.rows = {row["key"]: dict(row) for row in parsed.sessions}
-        prior.row_links = _row_links(document.value, value, prior.rows)
-        prior.sources = [dict(r) for r in parsed.sources]
-        prior.checkouts = [dict(r) for r in parsed.checkouts]
-        prior.generation = parsed.generation
-        prior.dropped_rows = parsed.dropped_rows
+    if document is not None:
+        _read_rows(target, document.value, prior)
     recent = target.store.read(target.space, cells.recent)
     prior.versions[cells.recent] = recent.seq if recent is not None else 0
     if recent is not None and isinstance(recent.value, dict):
@@ -102,6 +104,50 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     if ordering is not None:
         prior.ordering = OrderingState.from_value(ordering.value)
     return prior
+
+
+def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
+    """The complete index's rows, ROW_BATCH at a time, each with its previews left in
+    its cell (StoredPreviews): memory holds the rows' own fields, not every preview, and
+    hydrating never holds more than one batch of rows. Validated as strictly as
+    `parse_session_index(strict=True)` validates a hydrated index."""
+    links = stored.get("sessions") if isinstance(stored, dict) else None
+    shell = stored if not isinstance(links, list) else {**stored, "sessions": []}
+    parsed = parse_session_index(
+        hydrate_value(target.store, target.space, shell, preserve_link_fields=PRESERVED_LINK_FIELDS),
+        bucket="all", strict=True,
+    )
+    prior.sources = [dict(r) for r in parsed.sources]
+    prior.checkouts = [dict(r) for r in parsed.checkouts]
+    prior.generation = parsed.generation
+    for start in range(0, len(links or ()), ROW_BATCH):
+        batch = links[start : start + ROW_BATCH]  # type: ignore[index]
+        rows = hydrate_value(target.store, target.space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
+                             keep_fields={PREVIEWS})
+        for position, (link, row) in enumerate(zip(batch, rows, strict=True), start=start):
+            previews = row.get(PREVIEWS) if isinstance(row, dict) else None
+            stored_previews = type(link) is Link and isinstance(previews, list) and all(
+                type(m) is Link and m.space == target.space for m in previews)
+            if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
+                row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
+            problem = session_row_problem({**row, PREVIEWS: []} if stored_previews else row)
+            if problem is None and row["key"] in prior.rows:
+                problem = f"row {row['key']} appears twice"
+            if problem is not None:
+                named = row.get("key") if isinstance(row, dict) and isinstance(row.get("key"), str) else None
+                raise FabricSchemaError(
+                    "invalid-index-row",
+                    f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
+                    f"{problem}; nothing was published: repair or remove that row",
+                )
+            row = dict(row)
+            if stored_previews:
+                row[PREVIEWS] = StoredPreviews(target.store, target.space, link.id)
+            else:
+                packed_row(row)
+            prior.rows[row["key"]] = row
+            if type(link) is Link:
+                prior.row_links[row["key"]] = link
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
@@ -124,17 +170,7 @@ def _copy(prior: PriorIndex) -> PriorIndex:
     )
 
 
-def _row_links(stored: Any, hydrated: Any, rows: Mapping[str, Any]) -> dict[str, Link]:
-    """The stored cell of each valid prior row: the root's link at the row's position."""
-    links = stored.get("sessions") if isinstance(stored, dict) else None
-    values = hydrated.get("sessions") if isinstance(hydrated, dict) else None
-    if not isinstance(links, list) or not isinstance(values, list) or len(links) != len(values):
-        return {}
-    out: dict[str, Link] = {}
-    for link, row in zip(links, values, strict=True):
-        if isinstance(link, Link) and isinstance(row, dict) and row.get("key") in rows:
-            out.setdefault(row["key"], link)
-    return out
+ROW_BATCH = 256  # index rows planned (and, when nothing links them yet, written) at a time
 
 
 def commit_indexes(
@@ -150,23 +186,58 @@ def commit_indexes(
     A row equal to its prior row already has its cells: the root links the stored cell
     and the row is neither planned nor compared, so a publication costs O(changed rows)
     beyond building the two roots.
+
+    Rows are planned ROW_BATCH at a time, so memory holds one batch of planned cells,
+    not every row's (a first sync plans them all). A row whose cell no index root links
+    yet (a session new to the index) is written at once in a transaction of its batch:
+    nothing reaches it before the roots below link it, so a crash before then leaves an
+    unreachable cell, never an index pointing at a missing one. The cells of rows the
+    current roots link (a changed row) go into the final transaction with the roots.
+    The caller holds the publish lock: no other publication links a row meanwhile.
     """
     space, owner = target.space, target.owner
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
-    kept = {
+    recent_cause = recent_session_index_cause(space, owner)
+    all_cause = all_session_index_cause(space, owner)
+    links: dict[str, Link] = {
         key: prior.row_links[key]
         for key, row in ((r["key"], r) for r in complete["sessions"])
         if key in prior.row_links and same_row(row, prior.rows[key])
     }
+    linked = {link.id for link in prior.row_links.values()}
+    final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
+    written = 0
+    pending = [r for r in complete["sessions"] if r["key"] not in links]
+    planning = {r["key"] for r in pending}
+    pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+    for start in range(0, len(pending), ROW_BATCH):
+        batch = [unpacked_row(r) for r in pending[start : start + ROW_BATCH]]
+        planned = plan_graph(all_cause, {"sessions": batch}, array_scope)
+        row_links = planned.root.value["sessions"]
+        for row, link in zip(batch, row_links, strict=True):
+            links[row["key"]] = link
+        early: list[PlannedCell] = []
+        for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
+            if row_cell in linked:
+                for child in cells_of_row:
+                    final.setdefault(child.id, child)
+            else:
+                early.extend(cells_of_row)
+        del planned, batch
+        if early:
+            with target.store.transaction(space, target.writer) as tx:
+                for child in early:
+                    tx.write(child.id, child.value, target.labels)
+                tx.commit()
+            written += len(early)
     graphs = (
-        _plan_index(recent_session_index_cause(space, owner), recent, array_scope, kept),
-        _plan_index(all_session_index_cause(space, owner), complete, array_scope, kept),
+        _plan_index(recent_cause, recent, array_scope, links),
+        _plan_index(all_cause, complete, array_scope, links),
     )
-    children: dict[str, PlannedCell] = {}
     for graph in graphs:
         for child in graph.children:
-            children.setdefault(child.id, child)
-    changed = _changed(target, children)
+            final.setdefault(child.id, child)
+    changed = _changed(target, final)
     with target.store.transaction(space, target.writer) as tx:
         for cell, seen in prior.versions.items():
             now = tx.observe(cell)
@@ -181,16 +252,34 @@ def commit_indexes(
             tx.write(graph.root.id, graph.root.value, target.labels)
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
-    target.committed[cells.all] = _committed(cells, complete, ordering, graphs[1], seq)
-    return len(changed) + len(graphs) + 1
+    target.committed[cells.all] = _committed(target, cells, complete, ordering, graphs[1], seq)
+    return written + len(changed) + len(graphs) + 1
+
+
+def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:
+    """(row cell ID, the row's cells) in plan order: the planner puts a row's preview
+    cells right before the row cell itself."""
+    group: list[PlannedCell] = []
+    for child in children:
+        group.append(child)
+        if child.id in row_ids:
+            yield child.id, group
+            group = []
+    assert not group, "every planned cell belongs to a row"
 
 
 def _committed(
+    target: GraphTarget,
     cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
 ) -> PriorIndex:
-    """What `read_prior` would read back right after this commit."""
-    rows = {row["key"]: row for row in complete["sessions"]}
+    """What `read_prior` would read back right after this commit (each row's previews
+    now read from its committed cell: the publication's spill goes with it)."""
     links = graph.root.value["sessions"]
+    rows = {
+        row["key"]: {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
+        if PREVIEWS in row and type(link) is Link else row
+        for row, link in zip(complete["sessions"], links, strict=True)
+    }
     return PriorIndex(
         rows=rows,
         sources=list(complete["sources"]),
@@ -203,25 +292,27 @@ def _committed(
 
 
 def _plan_index(
-    cause: Any, value: Mapping[str, Any], array_scope: Any, kept: Mapping[str, Link]
+    cause: Any, value: Mapping[str, Any], array_scope: Any, links: Mapping[str, Link]
 ) -> PlannedGraph:
-    """Plan an index whose kept rows are linked, not planned: rows are keyed, so a row's
-    cell does not depend on its siblings and the planner's links for the other rows
-    stay what they would be in the full plan."""
-    rows = value["sessions"]
-    planned = plan_graph(cause, {**value, "sessions": [r for r in rows if r["key"] not in kept]}, array_scope)
-    fresh = iter(planned.root.value["sessions"])
-    links = [kept[r["key"]] if r["key"] in kept else next(fresh) for r in rows]
-    root = PlannedCell(planned.root.id, planned.root.cause, {**planned.root.value, "sessions": links})
+    """Plan an index root whose rows are all planned already: its `sessions` are the
+    rows' links (rows are keyed, so a row's cell does not depend on its siblings and the
+    links are what the full plan would give); its sources and checkouts are planned here."""
+    planned = plan_graph(cause, {**value, "sessions": []}, array_scope)
+    root = PlannedCell(planned.root.id, planned.root.cause,
+                       {**planned.root.value, "sessions": [links[r["key"]] for r in value["sessions"]]})
     return PlannedGraph(planned.space, root, planned.children)
 
 
 def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
-    """Equal as Fabric values; rows copied from the prior row compare by identity."""
+    """Equal as Fabric values; rows copied from the prior row compare by identity, and
+    previews packed from the same text compare without unpacking."""
     if row.keys() != prior.keys():
         return False
     if all(row[k] is prior[k] for k in row):
         return True
+    if same_previews(row.get(PREVIEWS), prior.get(PREVIEWS)):
+        row = {k: v for k, v in row.items() if k != PREVIEWS}
+        prior = {k: v for k, v in prior.items() if k != PREVIEWS}
     return value_hash(row) == value_hash(prior)
 
 

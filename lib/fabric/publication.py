@@ -33,6 +33,7 @@ from lib.fabric.index_store import (
     prior_is_current,
     read_prior,
 )
+from lib.fabric.packed_previews import PreviewSpill, packed_row
 from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
@@ -82,6 +83,8 @@ class Publication:
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
         # new session graphs, committed several sessions at a time (graph_batch.py)
         self.batch = GraphBatch(graphs)
+        # new rows' previews, kept on disk until the commit plans them (packed_previews.py)
+        self._spill = PreviewSpill()
 
     # -- sources ---------------------------------------------------------------------
 
@@ -208,7 +211,8 @@ class Publication:
             status=status,
             observed_at=now,
         )
-        self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
+        # held until the commit with its previews packed: memory per row, not per message
+        self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
         return PublishedOutcome(key, action, status)
 
     def add_retained(
@@ -328,6 +332,7 @@ class Publication:
         """Abort (when not committed): no index is written, staged graphs are dropped."""
         self._closed = True
         self.batch.discard()
+        self._spill.close()
 
     def __enter__(self) -> Publication:
         return self

@@ -4,8 +4,8 @@ and published, one session ahead and no more.
 `sync` feeds its inventory records through `ReadAhead.feed`, which looks one record
 ahead: while a `summary` record goes down the stages, the next `summary` of the same
 source is known. When the read stage has taken a summary (read or retained it), it
-calls `start_next`, which starts reading that next session on a thread of its own,
-unless the retain rule will keep it unread. The read stage's next read of that very
+calls `start_next`, which starts reading that next session on the read-ahead's one
+worker thread, unless the retain rule will keep it unread. The read stage's next read of that very
 session takes the result (or the provider's failure, raised where a direct read would
 have raised it); a read of any other session first waits the pending one out and drops
 it, so at most one provider read is in flight and at most one snapshot waits. Memory
@@ -14,6 +14,7 @@ is bounded by two sessions instead of one.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -28,29 +29,30 @@ _END = object()
 
 
 class _PendingRead:
-    """One provider read running on its own thread."""
+    """One provider read, run by the read-ahead's worker thread."""
 
     def __init__(self, source_id: str, session_id: str, call: Callable[[], NativeSessionSnapshot]) -> None:
         self.source_id = source_id
         self.session_id = session_id
-        self._call = call
+        self._call: Callable[[], NativeSessionSnapshot] | None = call
         self._result: NativeSessionSnapshot | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"read-ahead {session_id}")
-        self._thread.start()
+        self._done = threading.Event()
 
-    def _run(self) -> None:
+    def run(self) -> None:
         try:
+            assert self._call is not None
             self._result = self._call()
         except BaseException as exc:  # noqa: BLE001 -- re-raised where the read is taken
             self._error = exc
-        self._call = None  # type: ignore[assignment]
+        self._call = None
+        self._done.set()
 
     def wait(self) -> None:
-        self._thread.join()
+        self._done.wait()
 
     def result(self) -> NativeSessionSnapshot:
-        self._thread.join()
+        self._done.wait()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -59,10 +61,33 @@ class _PendingRead:
         return result
 
 
+class _Worker:
+    """One thread that runs the reads begun ahead, one at a time, for a whole sync.
+    Starting a thread per session cost more than the read on a loaded machine (the
+    starter waits for the new thread to get the GIL)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_PendingRead | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="read-ahead")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run()
+
+    def submit(self, job: _PendingRead) -> None:
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        """The thread ends after the job it runs (if any); it is not waited for."""
+        self._jobs.put(None)
+
+
 class ReadAhead:
     def __init__(self) -> None:
         self._upcoming: dict[str, Any] | None = None
         self._pending: _PendingRead | None = None
+        self._worker: _Worker | None = None
         self.started = 0  # reads begun ahead (for tests and the bench)
         self.used = 0  # of which the read stage took the result
 
@@ -93,6 +118,9 @@ class ReadAhead:
             return
         session_id = summary.native_session_id
         self._pending = _PendingRead(source_id, session_id, lambda: driver.read_session(session_id))
+        if self._worker is None:
+            self._worker = _Worker()
+        self._worker.submit(self._pending)
         self.started += 1
 
     def reader(self, source_id: str, driver: AgentDriver) -> _Reader:
@@ -114,6 +142,9 @@ class ReadAhead:
         """Let a pending read finish (it ends when its driver stops); its result is dropped."""
         self._pending = None
         self._upcoming = None
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
 
 
 class _Reader:

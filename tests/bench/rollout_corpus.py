@@ -88,6 +88,12 @@ def rollout_bytes(home: Path) -> int:
     return sum(p.stat().st_size for tree in ("sessions", "archived_sessions") for p in (home / tree).rglob("*.jsonl"))
 
 
+def largest_rollout_bytes(home: Path) -> int:
+    """The largest thread's rollout file: what goal 4 bounds peak memory by."""
+    return max((p.stat().st_size for tree in ("sessions", "archived_sessions")
+                for p in (home / tree).rglob("*.jsonl")), default=0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.rollout_corpus", description=__doc__)
     parser.add_argument("out", type=Path)
