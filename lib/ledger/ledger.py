@@ -54,58 +54,16 @@ class _State:
     def same_as(self, other: _State) -> bool:
         return (self.generation, self.receipts, self.pending) == (other.generation, other.receipts, other.pending)
 
-    def render(self, entries: EntryTexts | None = None) -> bytes:
-        """The file's bytes. With `entries`, each receipt's text is taken from (or added
-        to) it: a settled receipt is rendered once, not on every write."""
-        if entries is None:
-            doc = {
-                "schema": LEDGER_SCHEMA,
-                "generation": self.generation,
-                "receipts": {cid: self.receipts[cid] for cid in sorted(self.receipts)},
-                "pendingPublicationCommandIds": self.pending,
-            }
-            # orjson: a ledger of thousands of receipts renders in a millisecond (json.dumps
-            # takes 20 times as long, on every write). Stored receipts are plain JSON.
-            return orjson.dumps(doc, option=_INDENT)
-        head = orjson.dumps({
+    def render(self) -> bytes:
+        doc = {
             "schema": LEDGER_SCHEMA,
             "generation": self.generation,
-            "receipts": _RECEIPTS_MARK,
+            "receipts": {cid: self.receipts[cid] for cid in sorted(self.receipts)},
             "pendingPublicationCommandIds": self.pending,
-        }, option=_INDENT)
-        if not self.receipts:
-            return head.replace(_MARK_TEXT, b"{}", 1)
-        body = b",\n".join(entries.text(cid, self.receipts[cid]) for cid in sorted(self.receipts))
-        return head.replace(_MARK_TEXT, b"{\n" + body + b"\n  }", 1)
-
-
-_INDENT = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-_RECEIPTS_MARK = "\x00receipts"  # a control character: never in a receipt id or value text
-_MARK_TEXT = orjson.dumps(_RECEIPTS_MARK)  # "\u0000receipts", quoted
-
-
-class EntryTexts:
-    """Each stored receipt's text inside the rendered file (`"id": {...}` at its depth),
-    kept while the stored receipt is the same object (a put stores a new one). Only the
-    receipts in the last rendering are kept, so it never grows past the ledger."""
-
-    def __init__(self) -> None:
-        self._texts: dict[str, tuple[dict[str, Any], bytes]] = {}
-        self._next: dict[str, tuple[dict[str, Any], bytes]] = {}
-
-    def text(self, cid: str, stored: dict[str, Any]) -> bytes:
-        known = self._texts.get(cid)
-        if known is None or known[0] is not stored:
-            whole = orjson.dumps({cid: stored}, option=orjson.OPT_INDENT_2)
-            # the object's inner lines, one level deeper: "{\n" and "\n}" dropped
-            inner = whole[2:-2].split(b"\n")
-            known = (stored, b"\n".join(b"  " + line for line in inner))
-        self._next[cid] = known
-        return known[1]
-
-    def rendered(self) -> None:
-        """A rendering is over: forget receipts it did not hold."""
-        self._texts, self._next = self._next, {}
+        }
+        # orjson: a ledger of thousands of receipts renders in a millisecond (json.dumps
+        # takes 20 times as long, on every write). Stored receipts are plain JSON.
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -187,7 +145,6 @@ class CommandLedger:
         # (one fsync for many threads); close waits for a write on its way.
         self._group = GroupCommit(self._write_batch)
         self._writing = threading.Lock()
-        self._entries = EntryTexts()  # used under _writing
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
@@ -279,9 +236,7 @@ class CommandLedger:
             raise LedgerError("ledger-write-failed", f"command ledger {self.path} generation is exhausted")
         state = _State(base.generation + 1, receipts, pending)
         target = self.previous_path if self._active == self.path else self.path
-        data = state.render(self._entries)
-        self._entries.rendered()
-        files.write_durably(target, data)
+        files.write_durably(target, state.render())
         return state, target
 
     @property

@@ -172,23 +172,3 @@ def test_the_ledger_keeps_the_newest_settled_receipts_and_every_unsettled_one(tm
     assert settled[0] == "done-0040"  # the 40 oldest completions left the file
     with CommandLedger.open(tmp_path / "l.json") as reopened:
         assert reopened.pending_publication_count() == 2  # "waiting" and "running"
-
-
-def test_every_write_is_byte_for_byte_the_whole_ledger_rendered_at_once(tmp_path: Path):
-    """Settled receipts are rendered once and reused; each file written is still exactly
-    the document rendered whole (indented, receipts sorted)."""
-    from lib.ledger.ledger import parse_ledger
-
-    ledger = CommandLedger.open(tmp_path / "ledger.json")
-    try:
-        for n in range(12):
-            extra = {"result": {"n": n, "text": "ü \u2028 \" \\"}} if n % 2 else {}
-            ledger.put(receipt(f"cmd-{11 - n:02d}", **extra))
-            if n % 3 == 0:
-                ledger.mark_published(f"cmd-{11 - n:02d}")
-            ledger.put(receipt("cmd-05", status="failed", error={"code": "x", "message": "m", "retryable": False}))
-            for slot in (ledger.path, ledger.previous_path):
-                data = slot.read_bytes()
-                assert data == parse_ledger(data, str(slot)).render()
-    finally:
-        ledger.close()
