@@ -79,21 +79,33 @@ def wait_for_receipt(
 ) -> CommandReceipt | None:
     """The command's terminal receipt once an executor publishes it; None if `stop` is
     set or `timeout` seconds pass first. Only the space's head is read while nothing
-    changes."""
+    changes, and between reads it waits on the store's wake hook
+    (`Store.wait_for_change`): PostgreSQL wakes it as soon as a commit lands, SQLite when
+    its write-ahead log moves, so the receipt is read right after it is published. A
+    `stop` set meanwhile is seen when that wait returns (at most a poll interval, or
+    PostgreSQL's push fallback while it listens)."""
+    store, space = target.store, target.space
     stop = stop or threading.Event()
+    wake = threading.Event()  # the store's to set: never the caller's stop
     deadline = None if timeout is None else time.monotonic() + timeout
     seen_head = -1
     while True:
-        head = target.store.head(target.space)
+        head = store.head(space)
         if head != seen_head:
             seen_head = head
             receipt = target.read_receipt(command_id, producer)
             if receipt is not None and receipt.terminal:
                 return receipt
-        if deadline is not None and time.monotonic() >= deadline:
+        if stop.is_set():
             return None
-        if stop.wait(RECEIPT_POLL_SECONDS):
-            return None
+        wait = RECEIPT_POLL_SECONDS
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            wait = min(wait, left)
+        store.wait_for_change(space, seen_head, wait, wake)
+        wake.clear()
 
 
 def send_command(

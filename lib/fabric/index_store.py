@@ -65,6 +65,9 @@ class PriorIndex:
     ordering: OrderingState = field(default_factory=OrderingState)
     dropped_rows: int = 0
     row_links: dict[str, Link] = field(default_factory=dict)  # key -> the row's stored cell
+    # root cell -> the value this process committed there (not read back: a refresh
+    # that changes nothing compares its roots with these, commit_indexes)
+    roots: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, Any]:
@@ -84,8 +87,10 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     used instead of reading and hydrating every row again: a session refresh after a
     command then costs what its own session costs, not what the whole index does."""
     committed: PriorIndex | None = target.committed.get(cells.all)
+    # since the newest of its versions: its commit saw the other cells at theirs
     if committed is not None and not changed_since(
-        target, committed.versions[cells.all], {*committed.versions, *(link.id for link in committed.row_links.values())}
+        target, max(committed.versions.values()),
+        {*committed.versions, *(link.id for link in committed.row_links.values())},
     ):
         return _copy(committed)
     prior = PriorIndex()
@@ -166,7 +171,7 @@ def _copy(prior: PriorIndex) -> PriorIndex:
     return PriorIndex(
         rows=dict(prior.rows), sources=list(prior.sources), checkouts=list(prior.checkouts),
         generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
-        dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links),
+        dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links), roots=prior.roots,
     )
 
 
@@ -180,8 +185,13 @@ def commit_indexes(
     recent: Mapping[str, Any],
     complete: Mapping[str, Any],
     ordering: OrderingState,
+    *,
+    ordering_only_when_unchanged: bool = False,
 ) -> int:
     """Write both indexes and the ordering in one transaction; returns cells written.
+
+    With `ordering_only_when_unchanged` (a targeted refresh), a commit that would change
+    no row and nothing in either root but their generation writes the ordering alone.
 
     A row equal to its prior row already has its cells: the root links the stored cell
     and the row is neither planned nor compared, so a publication costs O(changed rows)
@@ -246,6 +256,16 @@ def commit_indexes(
                     "publication-conflict",
                     f"another publisher changed {cell} during this publication; publish again"
                 )
+        if ordering_only_when_unchanged and not changed and _roots_unchanged(prior, graphs):
+            # nothing a reader sees changed (a refresh of an unchanged session): only
+            # the observation ordering is recorded; the indexes keep their generation
+            tx.write(cells.ordering, ordering.to_value(owner), target.labels)
+            seq = tx.commit()
+            kept_prior = _copy(prior)
+            kept_prior.ordering = ordering
+            kept_prior.versions[cells.ordering] = seq
+            target.committed[cells.all] = kept_prior
+            return 1
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
         for graph in graphs:
@@ -253,6 +273,7 @@ def commit_indexes(
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
     target.committed[cells.all] = _committed(target, cells, complete, ordering, graphs[1], seq)
+    target.committed[cells.all].roots = {graph.root.id: graph.root.value for graph in graphs}
     return written + len(changed) + len(graphs) + 1
 
 
@@ -301,6 +322,21 @@ def _plan_index(
     root = PlannedCell(planned.root.id, planned.root.cause,
                        {**planned.root.value, "sessions": [links[r["key"]] for r in value["sessions"]]})
     return PlannedGraph(planned.space, root, planned.children)
+
+
+_PER_GENERATION = frozenset({"generation", "generatedAt"})
+
+
+def _roots_unchanged(prior: PriorIndex, graphs: tuple[PlannedGraph, ...]) -> bool:
+    """Both planned roots equal the ones this process committed (the prior still at the
+    versions that commit gave them) but for their generation and its time."""
+    for graph in graphs:
+        stored = prior.roots.get(graph.root.id)
+        if stored is None or stored.keys() != graph.root.value.keys():
+            return False
+        if any(stored[k] != v for k, v in graph.root.value.items() if k not in _PER_GENERATION):
+            return False
+    return True
 
 
 def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:

@@ -309,7 +309,9 @@ class Publication:
                     ),
                 )
                 ordering = prior.ordering.merged(resolved.recorded)
-                cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering)
+                cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,
+                                       ordering_only_when_unchanged=self._preserve)
+                generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged
         finally:
             self.close()
         live = [r for r in rows.values() if idx.is_live(r)]

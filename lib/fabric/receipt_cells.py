@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lib.fabric import values
 from lib.fabric.cell_id import cell_id, command_receipt_cause, link_to, receipts_cause
 from lib.fabric.graph_commit import stage_graph
 from lib.fabric.graph_plan import PlannedGraph, plan_graph
@@ -105,11 +106,16 @@ def row_identity(row: dict[str, Any]) -> RowIdentity:
     return (row.get("producer"), row["commandId"])
 
 
-def index_row(target: FabricTarget, receipt: CommandReceipt) -> dict[str, Any]:
+def index_row(
+    target: FabricTarget, receipt: CommandReceipt, *, updated_at: str | None = None, cell: str | None = None
+) -> dict[str, Any]:
+    """The receipt's summary row; `updated_at` and `cell` (its receipt cell) when the
+    caller has them already (one commit's rows share its time)."""
     wire = receipt.to_wire()
     row = {name: wire[name] for name in _ROW_FIELDS if name in wire}
-    row["updatedAt"] = format_utc_iso(target.clock())
-    cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
+    row["updatedAt"] = updated_at or format_utc_iso(target.clock())
+    if cell is None:
+        cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
     row["receipt"] = link_to(cell, target.space)
     return row
 
@@ -247,6 +253,7 @@ class IndexCache:
     version: int
     rows: list[dict[str, Any]]
     links: list[Link]
+    texts: list[str]  # each link's fvj1 text: the root's text is assembled, not encoded
 
 
 def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
@@ -258,6 +265,7 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                 with target.store.transaction(target.space, target.writer) as tx:
                     # in the read set: a writer that moves the index root fails this commit
                     version = tx.observe(target.receipt_cell_id())
+                    now = format_utc_iso(target.clock())  # the commit's rows share its time
                     rows = []
                     for write in writes:
                         graph = plan_receipt(target.space, target.owner, write.receipt)
@@ -268,7 +276,7 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                                 continue
                             tx.require_absent(graph.root.id)
                         stage_graph(target.store, tx, graph, target.labels)
-                        rows.append(index_row(target, write.receipt))
+                        rows.append(index_row(target, write.receipt, updated_at=now, cell=graph.root.id))
                     if not rows:
                         return
                     cached = target.receipt_index_cache
@@ -276,9 +284,9 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                     if cached is not None and cached.version == version and not changed_since(
                         target.graphs, version, {link.id for link in cached.links}
                     ):
-                        cache = _stage_rows(target, tx, cached, rows)
+                        cache = _stage_rows(target, tx, cached, rows, now)
                     if cache is None:
-                        cache = _stage_whole_index(target, tx, rows)
+                        cache = _stage_whole_index(target, tx, rows, now)
                     cache.version = tx.commit()
                 target.receipt_index_cache = cache
                 return
@@ -289,39 +297,59 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                     raise
 
 
-def _stage_whole_index(target: FabricTarget, tx: Transaction, rows: list[dict[str, Any]]) -> IndexCache:
+def _stage_whole_index(target: FabricTarget, tx: Transaction, rows: list[dict[str, Any]], now: str) -> IndexCache:
     """Read and validate the stored index, and stage it with `rows` appended."""
     merged = read_index_rows(target)
     for row in rows:
         merged = with_row(merged, row)
-    graph = _plan_index(target, merged)
+    graph = _plan_index(target, merged, now)
     stage_graph(target.store, tx, graph, target.labels)
-    return IndexCache(0, merged, list(graph.root.value["receipts"]))
+    links = list(graph.root.value["receipts"])
+    return IndexCache(0, merged, links, [values.dumps(link) for link in links])
 
 
 def _stage_rows(
-    target: FabricTarget, tx: Transaction, cache: IndexCache, rows: list[dict[str, Any]]
+    target: FabricTarget, tx: Transaction, cache: IndexCache, rows: list[dict[str, Any]], now: str
 ) -> IndexCache | None:
     """Stage `rows` and the root from the cache; None when two rows (kept or new) share a
     command id (their cells' identities then depend on each other: plan it whole)."""
     fresh = {row_identity(row): row for row in rows}  # a command written twice: its last
-    kept = [(r, link) for r, link in zip(cache.rows, cache.links, strict=True) if row_identity(r) not in fresh]
-    ids = [r["commandId"] for r, _ in kept] + [identity[1] for identity in fresh]
+    kept = [
+        (r, link, text)
+        for r, link, text in zip(cache.rows, cache.links, cache.texts, strict=True)
+        if row_identity(r) not in fresh
+    ]
+    ids = [r["commandId"] for r, _, _ in kept] + [identity[1] for identity in fresh]
     if len(set(ids)) != len(ids):
         return None
-    planned = _plan_index(target, list(fresh.values()))
+    planned = _plan_index(target, list(fresh.values()), now)
     stage_graph(target.store, tx, PlannedGraph(planned.space, planned.children[-1], tuple(planned.children[:-1])),
                 target.labels)
-    links = ([link for _, link in kept] + list(planned.root.value["receipts"]))[-MAX_ROWS:]
-    tx.write(planned.root.id, {**planned.root.value, "receipts": links})  # keeps the root's labels
-    kept_rows = ([r for r, _ in kept] + list(fresh.values()))[-MAX_ROWS:]
-    return IndexCache(0, kept_rows, links)  # a new one: the commit may fail
+    new_links = list(planned.root.value["receipts"])
+    links = ([link for _, link, _ in kept] + new_links)[-MAX_ROWS:]
+    texts = ([text for _, _, text in kept] + [values.dumps(link) for link in new_links])[-MAX_ROWS:]
+    root = {**planned.root.value, "receipts": links}
+    tx.write(planned.root.id, root, text=_root_text(root, texts))  # keeps the root's labels
+    kept_rows = ([r for r, _, _ in kept] + list(fresh.values()))[-MAX_ROWS:]
+    return IndexCache(0, kept_rows, links, texts)  # a new one: the commit may fail
 
 
-def _plan_index(target: FabricTarget, rows: list[dict[str, Any]]) -> PlannedGraph:
+_EMPTY_TAIL = '"receipts":[]}'
+
+
+def _root_text(root: dict[str, Any], texts: list[str]) -> str:
+    """`values.dumps(root)`, its receipts array joined from each link's own text (the
+    200 links are not encoded again on every commit)."""
+    head = values.dumps({**root, "receipts": []})
+    if not head.endswith(_EMPTY_TAIL):  # receipts is not the last field: encode it all
+        return values.dumps(root)
+    return head[: -len("]}")] + ",".join(texts) + "]}"
+
+
+def _plan_index(target: FabricTarget, rows: list[dict[str, Any]], now: str) -> PlannedGraph:
     value = {
         "schema": COMMAND_RECEIPTS_SCHEMA,
-        "updatedAt": format_utc_iso(target.clock()),
+        "updatedAt": now,
         "receipts": rows,
     }
     return plan_graph(

@@ -27,6 +27,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -50,6 +51,7 @@ from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+WAL_CHECK_SECONDS = 0.005  # how often wait_for_change asks whether another connection committed
 WAL_LIMIT_BYTES = 16 * 2**20
 CACHE_KIB = 4 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
@@ -300,6 +302,27 @@ class SQLiteStore(Store):
             row = conn.execute("SELECT head FROM spaces WHERE did = ?", (space,)).fetchone()
         return row[0] if row else 0
 
+    def wait_for_change(self, space: str, seen: int, timeout: float, wake: threading.Event) -> None:
+        """SQLite pushes nothing, but it tells a connection whether another one (of any
+        process) committed since it last asked (`PRAGMA data_version`, read from the
+        shared WAL index, no table read): between short waits on `wake` this asks, and
+        returns once one did, so a waiter hears of a commit within WAL_CHECK_SECONDS
+        instead of at the end of `timeout`."""
+        if self._memory:
+            wake.wait(timeout)
+            return
+        before = self._data_version()
+        if self.head(space) != seen:  # committed before the version was taken
+            return
+        deadline = time.monotonic() + timeout
+        while not wake.wait(min(WAL_CHECK_SECONDS, max(0.0, deadline - time.monotonic()))):
+            if self._data_version() != before or time.monotonic() >= deadline:
+                return
+
+    def _data_version(self) -> int:
+        with self._connection() as conn:
+            return conn.execute("PRAGMA data_version").fetchone()[0]
+
     def changes_since(self, space: str, seq: int) -> list[tuple[str, int]]:
         with self._connection() as conn:
             space_id = self._space_id(conn, space)
@@ -441,3 +464,4 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+

@@ -262,10 +262,13 @@ class Transaction:
             raise ConflictError("store-conflict", f"cell changed while this transaction was reading it: {cell_id}")
         return version
 
-    def write(self, cell_id: str, value: Any, labels: Labels | None = None) -> None:
+    def write(self, cell_id: str, value: Any, labels: Labels | None = None, *, text: str | None = None) -> None:
         """Replace the cell's whole value; labels None keeps the existing labels
-        (a new cell is owned by, and writable by, the writer)."""
-        text = values.dumps(value)
+        (a new cell is owned by, and writable by, the writer). `text`, when given, is
+        `values.dumps(value)` already made by the caller (the receipt index root,
+        assembled from texts it keeps per row), so the value is not encoded again."""
+        if text is None:
+            text = values.dumps(value)
         self._open().ops[cell_id] = Write(text, labels)
         self._written_bytes += len(text)
 

@@ -9,10 +9,15 @@ the per-queue ledger on disk.
 - latency in one process: append to the queue, the executor's subscription delivers
   it, the terminal receipt is published (the observer fires); one command at a time.
 - latency across processes: the executor is another process (`command_bench executor`),
-  the submitter appends and polls for the receipt as `agentctl command prompt` does.
+  the submitter appends and waits for the receipt as `agentctl command prompt` does
+  (`wait_for_receipt`, on the store's wake hook).
 - throughput: 1,000 commands across 50 sessions handed to the worker as deliveries,
   then one command at a time again: the 1,000th no slower than the 10th (every session
-  published before the early measure, so only the command history grows between them).
+  published before the early measure, so only the command history grows between them;
+  the worker is drained before each one-at-a-time measure, so neither runs beside the
+  background refreshes of the commands before it).
+- CPU per command (the process's user and system time over the commands): what the
+  command path costs, much less disturbed than wall time on a loaded machine.
 
 Targets: one-process median <= 50 ms; >= 200 commands/s; latency after 1,000 commands
 <= 1.25x latency after 10 (flat as the ledger and receipt history grow).
@@ -20,6 +25,7 @@ Targets: one-process median <= 50 ms; >= 200 commands/s; latency after 1,000 com
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -116,6 +122,11 @@ def one_process_latency(count: int) -> dict[str, Any]:
             setup.close()
 
 
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _handed_latencies(setup: Setup, count: int) -> list[float]:
     """One command at a time handed straight to the worker (no queue): the worker's own path."""
     latencies = []
@@ -139,18 +150,25 @@ def throughput(total: int) -> dict[str, Any]:
         setup = Setup(Path(tmp))
         try:
             _handed_latencies(setup, len(setup.sessions))
+            setup.worker.drain()
+            cpu = cpu_seconds()
             early = _handed_latencies(setup, 10)
+            early_cpu = (cpu_seconds() - cpu) / 10
             commands = [setup.command(setup.sessions[n % len(setup.sessions)]) for n in range(total)]
-            start = clock()
+            start, cpu = clock(), cpu_seconds()
             for command in commands:
                 setup.worker.handle([command.to_wire()])
             for command in commands:
                 if not setup.done(command.id).wait(GUARD_SECONDS):
                     raise RuntimeError(f"no receipt for {command.id}")
-            seconds = clock() - start
+            seconds, bulk_cpu = clock() - start, (cpu_seconds() - cpu) / total
+            setup.worker.drain()
+            cpu = cpu_seconds()
             late = _handed_latencies(setup, 10)
+            late_cpu = (cpu_seconds() - cpu) / 10
             ledger_bytes = sum(p.stat().st_size for p in (Path(tmp) / "ledgers").glob("*.json"))
-            return {"seconds": seconds, "early": early, "late": late, "ledgerBytes": ledger_bytes}
+            return {"seconds": seconds, "early": early, "late": late, "ledgerBytes": ledger_bytes,
+                    "cpu": {"bulk": bulk_cpu, "early": early_cpu, "late": late_cpu}}
         finally:
             setup.close()
 
@@ -208,15 +226,18 @@ def run(report: Any) -> None:
     remote = run_child("tests.bench.command_bench", "cross_process_latency", count)["latencies"]
     bulk = run_child("tests.bench.command_bench", "throughput", total)
     rate = total / bulk["seconds"]
+    cpu = bulk["cpu"]
     report.table(
         "Commands: submit to terminal receipt (instant driver, SQLite, real ledger)",
-        ["measure", "commands", "median ms", "p95 ms", "commands/s"],
+        ["measure", "commands", "median ms", "p95 ms", "commands/s", "CPU ms/command"],
         [
-            ["one process (queue, change feed, worker)", count, median_ms(local), p95_ms(local), "-"],
-            ["across processes (executor in another process)", count, median_ms(remote), p95_ms(remote), "-"],
-            [f"{total} across {SESSIONS} sessions at once", total, "-", "-", f"{rate:.0f}"],
-            [f"one at a time after {SESSIONS + 10} commands", 10, median_ms(bulk["early"]), p95_ms(bulk["early"]), "-"],
-            [f"one at a time after {total + SESSIONS + 10} commands", 10, median_ms(bulk["late"]), p95_ms(bulk["late"]), "-"],
+            ["one process (queue, change feed, worker)", count, median_ms(local), p95_ms(local), "-", "-"],
+            ["across processes (executor in another process)", count, median_ms(remote), p95_ms(remote), "-", "-"],
+            [f"{total} across {SESSIONS} sessions at once", total, "-", "-", f"{rate:.0f}", _ms(cpu["bulk"])],
+            [f"one at a time after {SESSIONS + 10} commands", 10, median_ms(bulk["early"]), p95_ms(bulk["early"]), "-",
+             _ms(cpu["early"])],
+            [f"one at a time after {total + SESSIONS + 10} commands", 10, median_ms(bulk["late"]), p95_ms(bulk["late"]),
+             "-", _ms(cpu["late"])],
         ],
     )
     report.note(f"ledger after {total + SESSIONS + 20} commands: {bulk['ledgerBytes'] / 1e3:.0f} kB")
@@ -229,6 +250,10 @@ def run(report: Any) -> None:
     report.check("command latency flat as history grows", ratio <= FLAT_RATIO,
                  f"after {total + SESSIONS + 10}: {ratio:.2f}x the latency after {SESSIONS + 10} "
                  f"(every session published by then; target <= {FLAT_RATIO}x)")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
 
 
 if __name__ == "__main__":

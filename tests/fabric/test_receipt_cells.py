@@ -272,3 +272,35 @@ def test_a_row_another_writer_changed_is_read_again_not_taken_from_memory(tmp_pa
     stored = env.store.read(SPACE, target.receipt_cell_id()).value["receipts"]
     assert row_cell not in {link.id for link in stored}  # the garbled row was not carried on
     assert ids(target) == [(None, "c2"), (None, "c3")]
+
+
+def test_the_root_text_assembled_from_cached_row_texts_is_the_encoded_root(tmp_path: Path) -> None:
+    """Commits after the first write the root from each row's cached text; every one of
+    them is exactly the text encoding the root gives (the store holds the same value)."""
+    from lib.fabric import values
+
+    env = make_env(tmp_path)
+    target = env.target()
+    written: list[tuple[Any, str]] = []
+    original = env.store.transaction
+
+    def recording(space: str, writer: str):  # noqa: ANN202 - the store's own transaction
+        tx = original(space, writer)
+        write = tx.write
+
+        def recorded(cell: str, value: Any, labels: Any = None, *, text: str | None = None) -> None:
+            if cell == target.receipt_cell_id() and text is not None:
+                written.append((value, text))
+            write(cell, value, labels, text=text)
+
+        tx.write = recorded
+        return tx
+
+    env.store.transaction = recording
+    for n in range(MAX_ROWS + 3):
+        target.publish_receipt(receipt(f"c{n}", producer="p" if n % 3 == 0 else None))
+    target.publish_receipt(receipt("c7", "succeeded", completed_at=DONE))
+    assert len(written) >= MAX_ROWS  # the cached path wrote (almost) every commit
+    for value, text in written:
+        assert text == values.dumps(value)
+    assert env.store.read(SPACE, target.receipt_cell_id()).value == written[-1][0]

@@ -1,0 +1,71 @@
+"""A targeted refresh of a session that did not change writes only the observation
+ordering: the indexes keep their cells and generation, and the ordering still records
+the refresh (an older collection finishing later keeps the refreshed row)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lib.fabric.index_store import IndexCells
+from lib.fabric.ordering import OrderingState
+from lib.pipeline.refresh import refresh_session
+from tests.fabric.target_helpers import (
+    changed_since,
+    descriptor,
+    index,
+    key,
+    make_env,
+    publish,
+    snapshot,
+)
+from tests.support.scripted_driver import ScriptedDriver
+
+
+def _driver(*snapshots) -> ScriptedDriver:
+    return ScriptedDriver(source_id="codex", kind="codex-app-server", snapshots=list(snapshots))
+
+
+def _ordering(target) -> OrderingState:
+    cells = IndexCells.of(target.space, target.owner)
+    return OrderingState.from_value(target.store.read(target.space, cells.ordering).value)
+
+
+def test_refresh_of_an_unchanged_session_writes_only_the_ordering(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    driver = _driver(snapshot("a"), snapshot("b"))
+    assert refresh_session(target, driver, "a").action == "written"
+    assert refresh_session(target, driver, "b").action == "written"
+    before = target.store.head(target.space)
+    generation = index(target)["generation"]
+    sequence = _ordering(target).sessions[key("codex", "a")]
+
+    assert refresh_session(target, driver, "a").action == "unchanged"
+
+    cells = IndexCells.of(target.space, target.owner)
+    assert changed_since(target.store, before) == {cells.ordering}
+    assert index(target)["generation"] == index(target, "recent")["generation"] == generation
+    assert _ordering(target).sessions[key("codex", "a")] > sequence  # the refresh is recorded
+
+
+def test_refresh_after_an_unchanged_one_still_publishes_a_change(tmp_path: Path) -> None:
+    """The ordering-only commit leaves this process's cached prior index right: the next
+    refresh that changes the session rewrites its row and both roots."""
+    target = make_env(tmp_path).target()
+    driver = _driver(snapshot("a"))
+    refresh_session(target, driver, "a")
+    refresh_session(target, driver, "a")  # unchanged: ordering only
+    generation = index(target)["generation"]
+    driver.snapshots["a"] = snapshot("a", messages=4)
+
+    assert refresh_session(target, driver, "a").action == "written"
+
+    assert index(target)["generation"] == index(target, "recent")["generation"] == generation + 1
+    assert len(index(target)["sessions"][0]["recentMessages"]) == 4
+
+
+def test_full_publication_of_unchanged_sessions_still_raises_the_generation(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot("s1")])
+    generation = index(target)["generation"]
+    publish(target, descriptor(), [snapshot("s1")])
+    assert index(target)["generation"] == generation + 1
