@@ -32,6 +32,8 @@ _MS_FLOOR = 100_000_000_000
 _MS_CEILING = 2**32 * 1000
 _DAY_MS = 86_400_000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_PADDED = tuple(f"{n:02}" for n in range(60))  # formatting an int is most of the cost
+_PADDED_MS = tuple(f"{n:03}" for n in range(1000))
 
 
 def _first_line(text: Any) -> str | None:
@@ -74,7 +76,7 @@ def _iso_ms(value: Any) -> str | None:
     seconds, millis = divmod(millis, 1000)
     minutes, seconds = divmod(seconds, 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{_day_text(day)}T{hours:02}:{minutes:02}:{seconds:02}.{millis:03}Z"
+    return f"{_day_text(day)}T{_PADDED[hours]}:{_PADDED[minutes]}:{_PADDED[seconds]}.{_PADDED_MS[millis]}Z"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,7 +99,7 @@ def message_events(messages: list[Any]) -> list[dict[str, Any]]:
         if type(message) is not known:
             known, names = type(message), _field_names(type(message))
         attributes = getattr(message, "__dict__", None) if names is not None else None
-        if attributes is not None and tuple(attributes) == names:
+        if attributes is not None and len(attributes) == len(names):  # see `_field_names`
             events.append(attributes.copy())
         else:
             events.append(_plain(message))
@@ -111,8 +113,7 @@ def _plain(value: Any) -> dict[str, Any]:
     names = _field_names(type(value))
     if names is not None:
         attributes = getattr(value, "__dict__", None)
-        # A dataclass's __init__ sets its fields in order: the instance dict is the record.
-        if attributes is not None and tuple(attributes) == names:
+        if attributes is not None and len(attributes) == len(names):  # see `_field_names`
             return attributes.copy()
         return {name: getattr(value, name) for name in names}
     if isinstance(value, dict):
@@ -122,7 +123,9 @@ def _plain(value: Any) -> dict[str, Any]:
 
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...] | None:
-    """A dataclass's field names; None for any other type."""
+    """A dataclass's field names; None for any other type. Its `__init__` sets every
+    field in order, so an instance dict with as many entries as the class has fields is
+    the record itself, in field order (the fast path of `_plain` and `message_events`)."""
     if not dataclasses.is_dataclass(cls):
         return None
     return tuple(field.name for field in dataclasses.fields(cls))
@@ -147,6 +150,8 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
+        if len(content) == 1:  # the usual assistant message: one block, nothing to join
+            return _block_text(content[0])
         return "\n".join([text for text in map(_block_text, content) if text])
     return ""
 
@@ -175,20 +180,25 @@ def normalized_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, event in enumerate(events):
-        kind = str(event.get("type") or "unknown")
+        kind = event.get("type") or "unknown"
+        if type(kind) is not str:
+            kind = str(kind)
         body = event.get("message")
         content = body.get("content") if isinstance(body, dict) else None
-        message_id = str(event.get("uuid") or f"message-{index}")
+        message_id = event.get("uuid") or f"message-{index}"
+        if type(message_id) is not str:
+            message_id = str(message_id)
         if message_id in seen:
             message_id = f"{message_id}/{index}"
         seen.add(message_id)
         if kind == "assistant":
             role = "assistant"
         elif kind == "user":
-            role = "tool" if _only_tool_results(content) else "user"
+            role = "tool" if type(content) is not str and _only_tool_results(content) else "user"
         else:
             role = "other"
-        text = content if isinstance(content, str) else _content_text(content)
-        rows.append({"id": message_id, "role": role, "kind": kind, "timestamp": None, "text": preview(text),
+        # The text is bounded by NormalizedMessage's own validator (`preview`).
+        text = content if type(content) is str else _content_text(content)
+        rows.append({"id": message_id, "role": role, "kind": kind, "timestamp": None, "text": text,
                      "eventIndex": index})
     return rows
