@@ -156,7 +156,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
                 self._listing.replace(infos)
                 infos = infos[: self.page_size + 1]
         page = infos[: self.page_size]
-        sessions = self._summaries(page, owned)
+        sessions = [self._summary(info, active=info.session_id in owned) for info in page]
         self._listing.listed(sessions)
         more = len(infos) > self.page_size
         if not more:
@@ -165,24 +165,22 @@ class ClaudeAgentSdkDriver(AgentDriver):
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         adapter = self.adapter
-        running = self._prompts.running_sessions()  # sampled when the read starts
-        active = native_session_id in running
+        active = native_session_id in self._prompts.running_sessions()  # sampled when the read starts
         directory = self.config.cwd
         listed = self._listing.take_summary(native_session_id)
         if listed is not None:  # a copy: the listing's caller holds the same object
             summary = listed.model_copy(update={"active": True if active else None})
         else:
-            summary = self._summaries([self._session_info(native_session_id)], running)[0]
+            summary = self._summary(self._session_info(native_session_id), active=active)
         messages = self._provider_call(
             "get_session_messages", lambda: adapter.get_session_messages(native_session_id, directory)
         )
         if not messages:
             # No messages: an empty session, or one deleted since it was listed. Only
             # the SDK's information says which.
-            summary = self._summaries([self._session_info(native_session_id)], running)[0]
+            summary = self._summary(self._session_info(native_session_id), active=active)
         events = message_events(messages)
-        # The normalized messages are validated with the snapshot: one validation per read.
-        return NativeSessionSnapshot(
+        return NativeSessionSnapshot(  # validates the normalized messages too: once per read
             summary=summary,
             events=events,
             normalized_messages=normalized_rows(events),
@@ -202,17 +200,12 @@ class ClaudeAgentSdkDriver(AgentDriver):
             )
         return info
 
-    def _summaries(self, infos: list[Any], active: set[str]) -> list[Any]:
-        """Summaries (`active`: sessions a prompt of ours runs on); their directories are kept."""
-        desktop = self._desktop
-        summaries = [summary_from_info(info, active=info.session_id in active,
-                                       started_as=desktop.started_as(info) if desktop is not None else None)
-                     for info in infos]
-        with self._lock:  # once per page
-            for info in infos:
-                if isinstance(info.cwd, str) and info.cwd:
-                    self._directories.setdefault(str(info.session_id), info.cwd)
-        return summaries
+    def _summary(self, info: Any, *, active: bool):
+        if isinstance(info.cwd, str) and info.cwd:
+            with self._lock:
+                self._directories.setdefault(str(info.session_id), info.cwd)
+        started_as = self._desktop.started_as(info) if self._desktop is not None else None
+        return summary_from_info(info, active=active, started_as=started_as)
 
     # -- commands --------------------------------------------------------------------
 
