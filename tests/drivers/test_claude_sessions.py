@@ -1,16 +1,20 @@
 """The Claude mapping (lib/drivers/claude_sessions.py) on the SDK's own record types.
 
 Its fast paths (instance dicts for records, integer arithmetic for times, one validation
-for a read's messages) must give exactly what the plain versions gave.
+for a read's messages) must give exactly what the plain versions gave; and the adapter's
+`CLAUDE_CONFIG_DIR` switch, which skips the change when the variable already holds the
+value, still gives every SDK call the source's directory and leaves the variable as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 
 from claude_agent_sdk.types import SDKSessionInfo, SessionMessage
 
+from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
 from lib.drivers.claude_sessions import (
     message_event,
     message_events,
@@ -19,6 +23,7 @@ from lib.drivers.claude_sessions import (
 )
 from lib.drivers.codex_threads import iso_time
 from lib.types import PREVIEW_LIMIT
+from tests.support.claude_home import make_config_dir, many_sessions
 
 
 def _times() -> list[object]:
@@ -69,3 +74,20 @@ def test_normalized_messages_map_ids_roles_and_text_of_every_content_shape():
         ("message-5", "other", "unknown", "", 5, None),
     ]
     assert normalized_messages([]) == []
+
+
+def test_sdk_calls_see_the_sources_config_dir_whatever_the_environment_held_and_leave_it_as_it_was(
+        tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    config_dir = make_config_dir(tmp_path / "config", many_sessions(project, 2))
+    adapter = ClaudeSdkAdapter(str(config_dir))
+    for held in (str(config_dir), "/somewhere/else", None):  # the same value: nothing to set or restore
+        if held is None:
+            monkeypatch.delenv(CONFIG_DIR_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(CONFIG_DIR_VARIABLE, held)
+        infos = adapter.list_sessions(limit=None, offset=0, directory=None)
+        assert len(infos) == 2
+        assert len(adapter.get_session_messages(infos[0].session_id, None)) == 2
+        assert os.environ.get(CONFIG_DIR_VARIABLE) == held
