@@ -42,7 +42,7 @@ from lib.drivers.claude_options import (
 )
 from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, PendingPrompt
 from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
-from lib.drivers.claude_sessions import message_event, normalized_messages, summary_from_info
+from lib.drivers.claude_sessions import message_events, normalized_rows, summary_from_info
 from lib.types import (
     AgentSourceConfig,
     CommandExecutionOptions,
@@ -179,11 +179,11 @@ class ClaudeAgentSdkDriver(AgentDriver):
             # No messages: an empty session, or one deleted since it was listed. Only
             # the SDK's information says which.
             summary = self._summary(self._session_info(native_session_id), active=active)
-        events = [message_event(message) for message in messages]
-        return NativeSessionSnapshot(
+        events = message_events(messages)
+        return NativeSessionSnapshot(  # validates the normalized messages too: once per read
             summary=summary,
             events=events,
-            normalized_messages=normalized_messages(events),
+            normalized_messages=normalized_rows(events),
             complete=True,
         )
 

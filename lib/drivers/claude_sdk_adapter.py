@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lib.drivers.base import DriverUnavailable
@@ -32,23 +31,29 @@ _ENVIRONMENT_LOCK = threading.Lock()
 _T = TypeVar("_T")
 
 
-@contextmanager
-def _environment(name: str, value: str | None) -> Iterator[None]:
-    """`os.environ[name] = value` (None: left as it is) for the block, under the
-    process-wide lock; the previous value (or its absence) comes back afterwards."""
+def _with_environment(name: str, value: str | None, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """`function(*args, **kwargs)` with `os.environ[name] = value` (None: left as it is),
+    under the process-wide lock; the previous value (or its absence) comes back afterwards.
+    Plain code rather than a context manager: it runs once per read, and a generator-based
+    context manager doubled its cost."""
     if value is None:
-        yield
-        return
+        return function(*args, **kwargs)
+    environ = os.environ
     with _ENVIRONMENT_LOCK:
-        previous = os.environ.get(name)
-        os.environ[name] = value
+        previous = environ.get(name)
+        if previous == value:  # already so (the lock keeps it so): nothing to set or put back
+            return function(*args, **kwargs)
+        environ[name] = value
         try:
-            yield
+            return function(*args, **kwargs)
         finally:
             if previous is None:
-                os.environ.pop(name, None)
+                try:
+                    del environ[name]  # `pop` looks it up first: twice the work
+                except KeyError:
+                    pass
             else:
-                os.environ[name] = previous
+                environ[name] = previous
 
 
 class ClaudeSdkAdapter:
@@ -73,8 +78,7 @@ class ClaudeSdkAdapter:
         self.cli_version: str | None = __cli_version__
 
     def _call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        with _environment(CONFIG_DIR_VARIABLE, self.config_dir):
-            return function(*args, **kwargs)
+        return _with_environment(CONFIG_DIR_VARIABLE, self.config_dir, function, *args, **kwargs)
 
     # -- session functions (synchronous) ---------------------------------------------
 

@@ -7,8 +7,13 @@ a bare loop calls the SDK's own functions with `CLAUDE_CONFIG_DIR` set once for 
 process, the least a program can do to get every session's messages: one
 `list_sessions()` of everything, then `get_session_messages` for each session.
 
-Rounds alternate between the two, and each keeps its best round, so load from elsewhere
-disturbs both alike. Target: the driver within 1.3x the bare loop.
+Rounds alternate between the two (which goes first alternates too), and each keeps its
+best round, so load from elsewhere disturbs both alike. Each round is timed twice: wall
+clock and this process's CPU time. The target is judged on CPU time: both sides are
+single-threaded CPU work over cached files, so on a quiet machine the two agree, and on
+a loaded one CPU time leaves out the time the scheduler gave to other programs (the
+process's other threads count too, so nothing the driver did elsewhere is hidden).
+Target: the driver within 1.3x the bare loop.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -66,44 +72,49 @@ def driver_calls(driver: ClaudeAgentSdkDriver) -> int:
 def run(report) -> None:
     import claude_agent_sdk as sdk
 
-    count, rounds = (60, 3) if report.quick else (300, 5)
+    count, rounds = (60, 3) if report.quick else (300, 7)
     root = Path(tempfile.mkdtemp(prefix="clbench"))
     config_dir = make_config_dir(root / "config", bench_sessions(root / "work", count))
     previous = os.environ.get("CLAUDE_CONFIG_DIR")
     driver = ClaudeAgentSdkDriver(AgentSourceConfig(id="bench", driver="claude-agent-sdk", config_dir=str(config_dir)))
     best = {"bare loop": float("inf"), "driver": float("inf")}
+    best_cpu = dict(best)
     sides = {"bare loop": lambda: bare_loop(sdk), "driver": lambda: driver_calls(driver)}
     try:
         driver.start()
         for round_index in range(rounds + 1):  # round 0 warms caches up
             counts = {}
-            for name, side in sides.items():
+            order = list(sides) if round_index % 2 else list(reversed(sides))
+            for name in order:
                 bare = name != "driver"
                 if bare:  # the bare loop sets the directory once, as a program of their own would
                     os.environ["CLAUDE_CONFIG_DIR"] = str(config_dir)
-                start = clock()
-                counts[name] = side()
-                elapsed = clock() - start
+                start, start_cpu = clock(), time.process_time()
+                counts[name] = sides[name]()
+                elapsed, elapsed_cpu = clock() - start, time.process_time() - start_cpu
                 if bare:
                     _restore(previous)
                 if round_index:
                     best[name] = min(best[name], elapsed)
+                    best_cpu[name] = min(best_cpu[name], elapsed_cpu)
             assert len(set(counts.values())) == 1 and counts["driver"] == count * 6, counts
     finally:
         driver.stop()
         _restore(previous)
         shutil.rmtree(root, ignore_errors=True)
 
-    ours, floor = best["driver"], best["bare loop"]
-    rows = [[name, f"{best[name] * 1000:.1f}", f"{best[name] / count * 1000:.2f}"] for name in ("bare loop", "driver")]
+    rows = [[name, f"{best[name] * 1000:.1f}", f"{best_cpu[name] * 1000:.1f}", f"{best_cpu[name] / count * 1000:.2f}"]
+            for name in ("bare loop", "driver")]
+    rows.append(["ratio", f"{best['driver'] / best['bare loop']:.2f}x",
+                 f"{best_cpu['driver'] / best_cpu['bare loop']:.2f}x", ""])
     report.table(
         f"Claude driver list + read of {count} sessions vs the SDK's functions in a bare loop "
         f"(claude-agent-sdk, best of {rounds} rounds)",
-        ["side", "ms", "ms per session"], rows,
+        ["side", "wall ms", "CPU ms", "CPU ms per session"], rows,
     )
-    ratio = ours / floor
+    ratio = best_cpu["driver"] / best_cpu["bare loop"]
     report.check("Claude driver within 1.3x the SDK's functions in a bare loop", ratio < RATIO_TARGET,
-                 f"{ratio:.2f}x over list + read of {count} sessions")
+                 f"{ratio:.2f}x (CPU time) over list + read of {count} sessions")
 
 
 def _restore(previous: str | None) -> None:

@@ -1,0 +1,93 @@
+"""The Claude mapping (lib/drivers/claude_sessions.py) on the SDK's own record types.
+
+Its fast paths (instance dicts for records, integer arithmetic for times, one validation
+for a read's messages) must give exactly what the plain versions gave; and the adapter's
+`CLAUDE_CONFIG_DIR` switch, which skips the change when the variable already holds the
+value, still gives every SDK call the source's directory and leaves the variable as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+
+from claude_agent_sdk.types import SDKSessionInfo, SessionMessage
+
+from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
+from lib.drivers.claude_sessions import (
+    message_event,
+    message_events,
+    normalized_messages,
+    summary_from_info,
+)
+from lib.drivers.codex_threads import iso_time
+from lib.types import PREVIEW_LIMIT
+from tests.support.claude_home import make_config_dir, many_sessions
+
+
+def _times() -> list[object]:
+    edges = [0, 1, -1, 10**11, 10**11 + 1, 2**32 * 1000 - 1, 2**32 * 1000, 253402300799999, 253402300800000,
+             1772459940000, 1772459940999, 1796010903123, -10**13, 1.5e12, 1772459940123.0, True, None, "soon"]
+    rng = random.Random(20261201)
+    return edges + [rng.randrange(10**11, 2**32 * 1000) for _ in range(2000)] + [rng.randrange(-10**15, 10**15) for _ in range(500)]
+
+
+def test_summary_times_are_exactly_iso_time_of_the_sdks_milliseconds():
+    for value in _times():
+        info = SDKSessionInfo(session_id="s", summary="x", last_modified=value, created_at=value)  # type: ignore[arg-type]
+        summary = summary_from_info(info)
+        assert summary.updated_at == iso_time(value) and summary.created_at == iso_time(value), value
+    different = summary_from_info(SDKSessionInfo(session_id="s", summary="x", last_modified=1772459940123,
+                                                 created_at=1772459940000))
+    assert (different.created_at, different.updated_at) == ("2026-03-02T13:59:00.000Z", "2026-03-02T13:59:00.123Z")
+
+
+def test_events_are_each_messages_fields_in_field_order_as_new_dicts():
+    messages = [SessionMessage(type="user", uuid=f"u{n}", session_id="s", message={"content": f"m{n}"}) for n in range(3)]
+    events = message_events(messages)
+    names = [field.name for field in dataclasses.fields(SessionMessage)]
+    for message, event in zip(messages, events, strict=True):
+        assert list(event) == names
+        assert event == {name: getattr(message, name) for name in names}
+        assert event is not vars(message) and event == message_event(message)
+    assert message_events([{"type": "user"}]) == [{"type": "user"}]
+
+
+def test_normalized_messages_map_ids_roles_and_text_of_every_content_shape():
+    events = [
+        {"type": "user", "uuid": "a", "message": {"content": "plain"}},
+        {"type": "user", "uuid": "a", "message": {"content": [{"type": "tool_result", "content": "42"}]}},
+        {"type": "assistant", "uuid": "b", "message": {"content": [{"type": "text", "text": "y" * (PREVIEW_LIMIT + 9)}]}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "one"}, {"type": "tool_use", "name": "Bash"},
+                                                      {"type": "image"}, "raw"]}},
+        {"type": 7, "uuid": 8, "message": "not a body"},
+        {},
+    ]
+    got = [(m.id, m.role, m.kind, m.text, m.event_index, m.timestamp) for m in normalized_messages(events)]
+    assert got == [
+        ("a", "user", "user", "plain", 0, None),
+        ("a/1", "tool", "user", "42", 1, None),
+        ("b", "assistant", "assistant", "y" * PREVIEW_LIMIT, 2, None),
+        ("message-3", "assistant", "assistant", "one\nBash\nraw", 3, None),
+        ("8", "other", "7", "", 4, None),
+        ("message-5", "other", "unknown", "", 5, None),
+    ]
+    assert normalized_messages([]) == []
+
+
+def test_sdk_calls_see_the_sources_config_dir_whatever_the_environment_held_and_leave_it_as_it_was(
+        tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    config_dir = make_config_dir(tmp_path / "config", many_sessions(project, 2))
+    adapter = ClaudeSdkAdapter(str(config_dir))
+    for held in (str(config_dir), "/somewhere/else", None):  # the same value: nothing to set or restore
+        if held is None:
+            monkeypatch.delenv(CONFIG_DIR_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(CONFIG_DIR_VARIABLE, held)
+        infos = adapter.list_sessions(limit=None, offset=0, directory=None)
+        assert len(infos) == 2
+        assert len(adapter.get_session_messages(infos[0].session_id, None)) == 2
+        assert os.environ.get(CONFIG_DIR_VARIABLE) == held
