@@ -24,6 +24,7 @@ import os
 import tempfile
 import threading
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -41,11 +42,13 @@ def _unpack(packed: bytes) -> list[Any]:
     return values.loads(zlib.decompress(packed))
 
 
-class LazyPreviews:
+class LazyPreviews(ABC):
+    """A row's previews held elsewhere; `unpack()` gives the exact list back."""
+
     __slots__ = ()
 
-    def unpack(self) -> list[Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def unpack(self) -> list[Any]: ...
 
     def __fabric_json__(self) -> list[Any]:
         return self.unpack()
