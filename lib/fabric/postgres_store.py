@@ -29,11 +29,13 @@ from collections.abc import Callable, Iterable, Iterator
 import psycopg
 
 from lib.fabric import values
+from lib.fabric.commit_rules import CommitPlan, Row, resolve_commit
+from lib.fabric.documents import Document, Labels
 from lib.fabric.postgres_changes import CHANNEL, ChangeListener
 from lib.fabric.postgres_connect import connect, failure
 from lib.fabric.postgres_locks import AdvisoryStoreLock
 from lib.fabric.postgres_schema import ensure_schema
-from lib.fabric.store import CommitPlan, Document, Labels, Row, Store, resolve_commit
+from lib.fabric.store import Store
 from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
 from lib.fabric.store_url import display_store_url

@@ -34,6 +34,8 @@ from pathlib import Path
 
 from lib.fabric import stored_values, values
 from lib.fabric.cell_keys import cell, key, order
+from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
+from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_files import private_database_files
@@ -46,7 +48,7 @@ from lib.fabric.sqlite_schema import (
     schema_version,
     statements,
 )
-from lib.fabric.store import CommitPlan, Document, Labels, Row, RowWrite, Store, resolve_commit
+from lib.fabric.store import Store
 from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 

@@ -16,7 +16,8 @@ nothing changes, when
     writer (WriteDenied). A cell that never existed may be created by anyone.
 
 Backends implement `_read_row` and `_commit`; the commit rules themselves are
-decided once, in `resolve_commit`, so every backend enforces the same ones. A
+decided once, in `resolve_commit` (commit_rules.py), so every backend enforces the
+same ones. A
 commit that writes nothing takes no write lock: readers never wait for writers.
 A store also provides named cross-process locks per space (`Store.lock`).
 Backends: `sqlite_store.SQLiteStore` (embedded default) and
@@ -28,168 +29,20 @@ must pass.
 from __future__ import annotations
 
 import abc
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from lib.fabric import values
+from lib.fabric.commit_rules import CommitPlan, Delete, Patch, Write, apply_patch
+from lib.fabric.documents import Document, Labels
 from lib.fabric.store_errors import (
     ConflictError,
     PreconditionFailed,
     StoreError,
     StoreUrlError,
-    WriteDenied,
 )
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
-from lib.hashing import value_hash
-
-
-@dataclass(frozen=True, slots=True)
-class Labels:
-    """Who may read a cell (confidentiality: owner DIDs) and write it (integrity: writer DIDs)."""
-
-    confidentiality: tuple[str, ...] = ()
-    integrity: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "confidentiality", tuple(self.confidentiality))
-        object.__setattr__(self, "integrity", tuple(self.integrity))
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {"confidentiality": list(self.confidentiality), "integrity": list(self.integrity)},
-            separators=(",", ":"),
-        )
-
-    @staticmethod
-    def from_json(text: str) -> Labels:
-        data = json.loads(text)
-        return Labels(tuple(data["confidentiality"]), tuple(data["integrity"]))
-
-    @staticmethod
-    def owned_by(did: str) -> Labels:
-        """A cell that did owns and alone may write: what a write without labels creates."""
-        return Labels((did,), (did,))
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    value: Any
-    labels: Labels
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """What a backend knows about a cell: `version` is the seq of its last write or
-    delete (0 for a cell never written), `live` is False once deleted."""
-
-    version: int
-    labels: Labels
-    live: bool
-
-
-# Buffered operations. Values are encoded when buffered: errors surface at the call,
-# and later changes to the caller's objects cannot leak into the commit.
-@dataclass(slots=True)
-class Write:
-    text: str
-    labels: Labels | None
-
-
-@dataclass(slots=True)
-class Patch:
-    set: dict[str, str]  # key -> fvj1 text of its new value
-    delete: set[str]
-
-
-@dataclass(slots=True)
-class Delete:
-    pass
-
-
-Op = Write | Patch | Delete
-
-
-@dataclass(slots=True)
-class CommitPlan:
-    """Everything a transaction asks a backend to check and apply at commit."""
-
-    space: str
-    writer: str
-    reads: dict[str, int] = field(default_factory=dict)  # cell -> version seen
-    require_absent: set[str] = field(default_factory=set)
-    require_hash: dict[str, bytes] = field(default_factory=dict)
-    ops: dict[str, Op] = field(default_factory=dict)
-
-    def cells(self) -> set[str]:
-        return set(self.reads) | self.require_absent | set(self.require_hash) | set(self.ops)
-
-
-@dataclass(frozen=True, slots=True)
-class RowWrite:
-    cell_id: str
-    labels: Labels
-    text: str | None  # None deletes
-
-
-def resolve_commit(
-    plan: CommitPlan, rows: Mapping[str, Row], load_text: Callable[[str], str]
-) -> list[RowWrite]:
-    """Check plan against the current rows (inside the backend's write lock) and
-    return the rows to write; raises ConflictError, PreconditionFailed or WriteDenied.
-
-    rows holds every cell of plan.cells() that has a row; load_text(cell) returns
-    the stored text of a live cell, and is called only for patches and hash checks.
-    """
-    for cell, seen in plan.reads.items():
-        row = rows.get(cell)
-        now = row.version if row else 0
-        if now != seen:
-            raise ConflictError("store-conflict",
-                f"cell changed after this transaction read it (version {seen} -> {now}): {cell}"
-            )
-    for cell in plan.require_absent:
-        row = rows.get(cell)
-        if row is not None and row.live:
-            raise PreconditionFailed("store-precondition-failed", f"cell is required to be absent but exists: {cell}")
-    for cell, expected in plan.require_hash.items():
-        row = rows.get(cell)
-        if row is None or not row.live:
-            raise PreconditionFailed("store-precondition-failed", f"cell is required to hold a value but is absent: {cell}")
-        if value_hash(values.loads(load_text(cell))) != expected:
-            raise PreconditionFailed("store-precondition-failed",
-                f"cell value does not have the required hash {expected.hex()}: {cell}"
-            )
-    out = []
-    for cell, op in plan.ops.items():
-        row = rows.get(cell)
-        if row is not None and plan.writer not in row.labels.integrity:
-            raise WriteDenied("store-write-denied", f"writer {plan.writer} is not allowed to change cell {cell}")
-        if isinstance(op, Delete):
-            if row is not None and row.live:
-                out.append(RowWrite(cell, row.labels, None))
-            continue
-        if isinstance(op, Write):
-            labels = op.labels or (row.labels if row else Labels.owned_by(plan.writer))
-            out.append(RowWrite(cell, labels, op.text))
-            continue
-        if row is None or not row.live:
-            raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell}")
-        value = values.loads(load_text(cell))
-        out.append(RowWrite(cell, row.labels, values.dumps(apply_patch(cell, value, op))))
-    return out
-
-
-def apply_patch(cell: str, value: Any, patch: Patch) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of a cell that holds no object: {cell}")
-    result = {k: v for k, v in value.items() if k not in patch.delete}
-    for key, text in patch.set.items():
-        result[key] = values.loads(text)
-    return result
 
 
 class Transaction:

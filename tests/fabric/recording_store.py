@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from lib.fabric.commit_rules import CommitPlan
+from lib.fabric.documents import Document
 from lib.fabric.sqlite_store import SQLiteStore
-from lib.fabric.store import CommitPlan, Document
 
 
 class RecordingStore(SQLiteStore):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from lib.fabric.cell_id import cell_id
+from lib.fabric.commit_rules import Patch, Write
+from lib.fabric.documents import Labels
 from lib.fabric.graph_commit import (
     GraphCommitError,
     commit_graph,
@@ -14,7 +16,6 @@ from lib.fabric.graph_commit import (
     stage_graph,
 )
 from lib.fabric.graph_plan import plan_graph
-from lib.fabric.store import Labels, Patch, Write
 from lib.fabric.store_errors import PreconditionFailed, WriteDenied
 from tests.fabric.recording_store import RecordingStore
 
