@@ -21,6 +21,7 @@ from lib.fabric.store import Document, Labels, Store, open_store
 from lib.fabric.store_errors import ConflictError, PreconditionFailed, StoreError, WriteDenied
 from lib.fabric.values import Link
 from lib.hashing import HOLE, UNDEFINED, BigInt, content_hash, value_hash
+from tests.fabric.holders import GUARD
 from tests.fabric.lock_contract import StoreLockContract
 
 SPACE = "did:key:z6MkSpaceOne"
@@ -90,6 +91,10 @@ def run_child(args: list[str]) -> subprocess.Popen:
 
 
 class StoreContract(StoreLockContract):
+    def listen_for_changes(self, store) -> None:
+        """Make `store` ready to hear commits from other handles before a test waits.
+        A backend that listens for pushes (PostgreSQL) starts its listener here."""
+
     # ---- documents and sequence numbers
 
     def test_a_cell_never_written_reads_as_none_and_the_head_is_zero(self, store):
@@ -496,3 +501,54 @@ class StoreContract(StoreLockContract):
             with pytest.raises(ConflictError):
                 tx.commit()
         assert value_of(store, A) == {"count": 1}
+
+    # ---- the wake hook (Store.wait_for_change)
+    # The waits use a 600 s timeout, far beyond the guard, so a wait that only timed
+    # out fails the test: no timing is asserted.
+
+    def test_a_waiter_is_woken_by_a_commit_from_another_handle(self, store, store_url):
+        writer = open_store(store_url)
+        try:
+            put(writer, cell_id("contract/first"), 1)
+            head = store.head(SPACE)
+            self.listen_for_changes(store)
+            wake, returned = threading.Event(), threading.Event()
+
+            def wait() -> None:
+                store.wait_for_change(SPACE, head, 600, wake)
+                returned.set()
+
+            threading.Thread(target=wait, daemon=True).start()
+            put(writer, A, {"from": "another handle"})
+            assert returned.wait(GUARD), "the waiter did not hear of the commit"
+            assert store.changes_since(SPACE, head) == [(A, head + 1)]
+        finally:
+            wake.set()
+            writer.close()
+
+    def test_a_wait_returns_at_once_when_the_head_already_moved(self, store):
+        put(store, cell_id("contract/first"), 1)
+        head = store.head(SPACE)
+        put(store, A, 2)
+        returned = threading.Event()
+
+        def wait() -> None:
+            store.wait_for_change(SPACE, head, 600, threading.Event())
+            returned.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        assert returned.wait(GUARD), "a wait for a change already made did not return"
+
+    def test_setting_the_wake_event_ends_a_wait(self, store):
+        head = store.head(SPACE)
+        self.listen_for_changes(store)
+        wake, returned = threading.Event(), threading.Event()
+
+        def wait() -> None:
+            store.wait_for_change(SPACE, head, 600, wake)
+            returned.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        wake.set()
+        assert returned.wait(GUARD), "setting the wake event did not end the wait"
+        assert store.head(SPACE) == head
