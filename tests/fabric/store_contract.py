@@ -45,6 +45,19 @@ def value_of(store: Store, cell: str, space: str = SPACE):
     return None if document is None else document.value
 
 
+def wait_in_thread(store: Store, head: int, wake: threading.Event) -> threading.Event:
+    """Start `store.wait_for_change(SPACE, head, 600, wake)` on a thread; the returned
+    event is set when the wait returns (600 s is far beyond any test's guard)."""
+    returned = threading.Event()
+
+    def wait() -> None:
+        store.wait_for_change(SPACE, head, 600, wake)
+        returned.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return returned
+
+
 # A child process that commits n writes of its own cells, n read-modify-write
 # increments of one shared counter cell (retrying conflicts), and allocates n named
 # sequence numbers, after the parent says go.
@@ -512,13 +525,8 @@ class StoreContract(StoreLockContract):
             put(writer, cell_id("contract/first"), 1)
             head = store.head(SPACE)
             self.listen_for_changes(store)
-            wake, returned = threading.Event(), threading.Event()
-
-            def wait() -> None:
-                store.wait_for_change(SPACE, head, 600, wake)
-                returned.set()
-
-            threading.Thread(target=wait, daemon=True).start()
+            wake = threading.Event()
+            returned = wait_in_thread(store, head, wake)
             put(writer, A, {"from": "another handle"})
             assert returned.wait(GUARD), "the waiter did not hear of the commit"
             assert store.changes_since(SPACE, head) == [(A, head + 1)]
@@ -530,25 +538,14 @@ class StoreContract(StoreLockContract):
         put(store, cell_id("contract/first"), 1)
         head = store.head(SPACE)
         put(store, A, 2)
-        returned = threading.Event()
-
-        def wait() -> None:
-            store.wait_for_change(SPACE, head, 600, threading.Event())
-            returned.set()
-
-        threading.Thread(target=wait, daemon=True).start()
+        returned = wait_in_thread(store, head, threading.Event())
         assert returned.wait(GUARD), "a wait for a change already made did not return"
 
     def test_setting_the_wake_event_ends_a_wait(self, store):
         head = store.head(SPACE)
         self.listen_for_changes(store)
-        wake, returned = threading.Event(), threading.Event()
-
-        def wait() -> None:
-            store.wait_for_change(SPACE, head, 600, wake)
-            returned.set()
-
-        threading.Thread(target=wait, daemon=True).start()
+        wake = threading.Event()
+        returned = wait_in_thread(store, head, wake)
         wake.set()
         assert returned.wait(GUARD), "setting the wake event did not end the wait"
         assert store.head(SPACE) == head

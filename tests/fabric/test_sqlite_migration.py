@@ -86,23 +86,15 @@ def test_a_version_1_store_is_migrated_when_opened_and_keeps_every_document(tmp_
     conn.close()
 
 
-def test_a_migrated_store_opens_again_without_migrating(tmp_path, monkeypatch):
+def test_a_migrated_store_opens_again_without_migrating(tmp_path, traced):
     path = tmp_path / "fabric.db"
     _v1_store(path)
     SQLiteStore(path).close()
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced_connect(*args, **kwargs):
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    traced.clear()  # count from the second opening
     with SQLiteStore(path) as store:
         assert store.read(SPACE, A).value["n"] == 1
-    assert statements  # the trace saw the opening
-    assert not [s for s in statements if "BEGIN" in s or "RENAME" in s or "INSERT" in s]
+    assert traced  # the trace saw the opening
+    assert not [s for s in traced if "BEGIN" in s or "RENAME" in s or "INSERT" in s]
 
 
 def test_each_distinct_labels_set_is_stored_once(tmp_path):

@@ -36,21 +36,6 @@ def test_the_store_file_and_its_new_directories_are_private(tmp_path):
             assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
 
 
-@pytest.fixture
-def traced(monkeypatch):
-    """Every SQL statement the store's connections run, as SQLite saw it."""
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def traced_connect(*args, **kwargs):
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced_connect)
-    return statements
-
-
 def test_the_store_file_is_switched_to_write_ahead_logging_once_when_created(tmp_path, traced):
     import threading
 
