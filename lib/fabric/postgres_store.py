@@ -21,7 +21,6 @@ parent's session). Values are fvj1 JSON text, labels JSON, as in SQLite.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +38,7 @@ from lib.fabric.store import Store
 from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, OnWait, StoreLock
 from lib.fabric.store_url import display_store_url
+from lib.fabric.thread_connections import ThreadConnections
 
 _BATCH = 1000  # IDs per `= ANY(...)` lookup
 # How long a waiter sleeps between reads of the feed while notifications arrive: they
@@ -53,9 +53,6 @@ ON CONFLICT (space_id, cell_id) DO UPDATE SET
     seq = excluded.seq, labels = excluded.labels, value = excluded.value
 """
 
-# connections a forked child inherited; referenced forever so they are never closed
-_INHERITED: list[psycopg.Connection] = []
-
 
 class PostgresStore(Store):
     """A Store in a PostgreSQL database, named by a `postgresql://` URL."""
@@ -63,15 +60,14 @@ class PostgresStore(Store):
     def __init__(self, url: str) -> None:
         self._url = url
         self._where = display_store_url(url)
-        self._local = threading.local()
-        self._connections: list[psycopg.Connection] = []
-        self._owners: dict[int, threading.Thread] = {}  # id(connection) -> its thread
+        self._threads: ThreadConnections[psycopg.Connection] = ThreadConnections(
+            lambda: connect(url), usable=lambda conn: not conn.closed, on_fork=self._drop_listener
+        )
         self._registry_lock = threading.Lock()
         self._space_ids: dict[str, int] = {}
         self._labels_cache: dict[str, Labels] = {}
         self._closed = False
         self._store_id: str | None = None
-        self._pid = os.getpid()
         self._listener: ChangeListener | None = None
         try:
             with self._connection() as conn:
@@ -89,55 +85,26 @@ class PostgresStore(Store):
     def _connection(self) -> Iterator[psycopg.Connection]:
         if self._closed:
             raise StoreError("store-closed", f"store {self._where} is closed")
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
-            _INHERITED.extend(self._connections)
-            self._local = threading.local()
-            self._connections = []
-            self._owners = {}
-            self._listener = None
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = self._local.conn = connect(self._url)
-            self._register(conn)
+        conn = self._threads.current()
         try:
             yield conn
         except psycopg.Error as exc:
             if conn.broken:  # the next call on this thread connects again
-                self._local.conn = None
-                with self._registry_lock, contextlib.suppress(ValueError):
-                    self._owners.pop(id(conn), None)
-                    self._connections.remove(conn)
+                self._threads.forget(conn)
                 conn.close()
             raise failure(self._url, exc) from None
 
-    def _register(self, conn: psycopg.Connection) -> None:
-        """Keep the new connection for close(), and close those of threads that have
-        ended: each is a server session, and a long-running process starts threads."""
-        ended = []
-        with self._registry_lock:
-            owners = self._owners
-            owners[id(conn)] = threading.current_thread()
-            for old in list(self._connections):
-                owner = owners.get(id(old))
-                if owner is not None and not owner.is_alive():
-                    self._connections.remove(old)
-                    del owners[id(old)]
-                    ended.append(old)
-            self._connections.append(conn)
-        for old in ended:
-            old.close()
+    def _drop_listener(self) -> None:
+        """In a forked child: the parent's listener (its thread and session) is not ours."""
+        self._listener = None
 
     def close(self) -> None:
         with self._registry_lock:
             self._closed = True
-            connections, self._connections = self._connections, []
             listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
-        if self._pid != os.getpid():
-            return
-        for conn in connections:
+        for conn in self._threads.take_all():
             conn.close()
 
     def lock(

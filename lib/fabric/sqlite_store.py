@@ -51,15 +51,13 @@ from lib.fabric.sqlite_schema import (
 from lib.fabric.store import Store
 from lib.fabric.store_errors import StoreBusy, StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
+from lib.fabric.thread_connections import ThreadConnections
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 WAL_CHECK_SECONDS = 0.005  # how often wait_for_change asks whether another connection committed
 WAL_LIMIT_BYTES = 16 * 2**20
 CACHE_KIB = 4 * 1024  # SQLite's page cache per connection (a bound on memory, too)
 
-
-# connections a forked child inherited; referenced forever so they are never closed
-_INHERITED: list[sqlite3.Connection] = []
 
 
 class SQLiteStore(Store):
@@ -71,15 +69,14 @@ class SQLiteStore(Store):
         self._memory = str(path) == ":memory:"
         self._path = ":memory:" if self._memory else str(Path(path).absolute())
         self._busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._threads: ThreadConnections[sqlite3.Connection] = ThreadConnections(self._connect)
+        self._memory_connection: sqlite3.Connection | None = None
         self._registry_lock = threading.Lock()
         self._memory_lock = threading.RLock()
         self._space_ids: dict[str, int] = {}
         self._labels = LabelRows()
         self._closed = False
         self._store_id: str | None = None
-        self._pid = os.getpid()
         self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
             private_database_files(Path(self._path), notice)
@@ -95,26 +92,14 @@ class SQLiteStore(Store):
     def _connection(self) -> Iterator[sqlite3.Connection]:
         if self._closed:
             raise StoreError("store-closed", f"store {self._path} is closed")
-        if self._pid != os.getpid():
-            # a forked child must not use, nor close, its parent's connections (closing
-            # one could checkpoint the parent's WAL): keep them unreachable, start afresh
-            self._pid = os.getpid()
-            _INHERITED.extend(self._connections)
-            self._local = threading.local()
-            self._connections = []
         try:
-            if self._memory:
+            if self._memory:  # one database, so one connection, taken in turn
                 with self._memory_lock:
-                    if not self._connections:
-                        self._connections.append(self._connect())
-                    yield self._connections[0]
+                    if self._memory_connection is None:
+                        self._memory_connection = self._connect()
+                    yield self._memory_connection
             else:
-                conn = getattr(self._local, "conn", None)
-                if conn is None:
-                    conn = self._local.conn = self._connect()
-                    with self._registry_lock:
-                        self._connections.append(conn)
-                yield conn
+                yield self._threads.current()
         except sqlite3.Error as exc:
             raise self._failure(exc) from exc
 
@@ -149,8 +134,8 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._registry_lock:
             self._closed = True
-            connections, self._connections = self._connections, []
-        for conn in connections:
+            memory, self._memory_connection = self._memory_connection, None
+        for conn in self._threads.take_all() + ([memory] if memory is not None else []):
             conn.close()
 
     def lock(

@@ -204,7 +204,7 @@ def test_a_broken_connection_fails_one_call_then_the_store_connects_again_fake_f
     store = open_store(postgres_url)
     try:
         put(store, A, {"before": True})
-        (pid,) = store._local.conn.execute("SELECT pg_backend_pid()").fetchone()
+        (pid,) = store._threads.current().execute("SELECT pg_backend_pid()").fetchone()
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError) as caught:

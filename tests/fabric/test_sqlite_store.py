@@ -151,7 +151,7 @@ def test_a_write_denied_rolls_back_so_the_next_commit_proceeds(tmp_path):
 def _write_from_child(store: SQLiteStore, parent_connection_id: int) -> None:
     put(store, "of:child", "from the forked child")
     # sqlite connections must not cross a fork: the child's write used a new one
-    reused = id(store._local.conn) == parent_connection_id
+    reused = id(store._threads.current()) == parent_connection_id
     store.close()
     raise SystemExit(3 if reused else 0)
 
@@ -161,7 +161,7 @@ def test_a_forked_child_uses_connections_of_its_own(tmp_path):
 
     store = SQLiteStore(tmp_path / "f.db")
     put(store, "of:parent", 1)  # the parent's connection exists before the fork
-    parent_connection_id = id(store._local.conn)
+    parent_connection_id = id(store._threads.current())
     child = multiprocessing.get_context("fork").Process(
         target=_write_from_child, args=(store, parent_connection_id)
     )
@@ -183,3 +183,37 @@ def test_a_failed_first_commit_into_a_new_space_leaves_the_space_usable(tmp_path
                 tx.commit()  # rolled back, the new space row with it
         assert put(store, "of:x", 1) == 1
         assert value_of(store, "of:x") == 1
+
+
+def test_connections_of_threads_that_ended_are_closed(tmp_path, monkeypatch):
+    """A long-running host starts threads, and each thread's connection keeps a page
+    cache: those of ended threads are closed (when the next connection is made)."""
+    import threading
+
+    made: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def recorded_connect(*args, **kwargs):
+        made.append(connect(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(sqlite3, "connect", recorded_connect)
+
+    def is_open(conn: sqlite3.Connection) -> bool:
+        try:
+            conn.execute("SELECT 1")
+            return True
+        except sqlite3.ProgrammingError:  # "Cannot operate on a closed database."
+            return False
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        put(store, "of:x", -1)
+        for n in range(20):  # one thread after another, each writing once, then ending
+            thread = threading.Thread(target=put, args=(store, "of:x", n))
+            thread.start()
+            thread.join(60)
+        assert value_of(store, "of:x") == 19
+        assert len(made) == 21
+        # this thread's, and the last ended thread's (closed by the next one made)
+        assert [is_open(conn) for conn in made] == [True] + [False] * 19 + [True]
+    assert not any(is_open(conn) for conn in made)
