@@ -127,7 +127,15 @@ IDLE_SYNC_UNUSED = (
     "lib.drivers.jsonrpc_transport", "lib.drivers.websocket_pipe", "wsproto", "h11", "ssl",
     "lib.pipeline.build", "lib.pipeline.publish_stage", "lib.pipeline.read_stage", "filelock", "asyncio",
     "lib.executor", "lib.host", "lib.worker", "lib.transcript", "ctypes",
+    # nor the command and receipt models, the queues and receipt cells a target makes on
+    # first use, the publication, or what only a sync that lists runs (session 20)
+    "lib.commands", "lib.receipts", "lib.fabric.receipt_cells", "lib.fabric.command_queues",
+    "lib.fabric.publication", "lib.fabric.publication_resolve", "lib.pipeline.listing",
+    "lib.pipeline.read_ahead", "lib.pipeline.runner", "queue",
 )
+# lib.types models an idle sync never uses: built on first use (defer_build), so not here.
+IDLE_SYNC_UNBUILT_MODELS = ("SessionSummary", "SessionPage", "NormalizedMessage", "NativeSessionSnapshot",
+                            "PromptInput", "StartInput", "CommandError", "CommandExecutionResult")
 
 
 def test_an_idle_sync_of_an_unchanged_home_imports_no_transport_stage_or_lock(tmp_path):
@@ -142,3 +150,40 @@ def test_an_idle_sync_of_an_unchanged_home_imports_no_transport_stage_or_lock(tm
     assert result.modules & COMMAND_MODULES == {"cli.commands.sync"}
     for module in IDLE_SYNC_UNUSED:
         assert result.imported(module) == set(), module
+    # It still imports pydantic (lib.types, lib.reconcile, lib.git_context import it at
+    # module level), cryptography (the identity's key check) and click (the options): see
+    # docs/start-up.md. Of lib.types' models it builds only those it uses:
+    built = run_in_process_models(["sync", "--json"], world.env(), tmp_path / "out.jsonl")
+    assert built["inventoryUnchanged"], built
+    assert built["built"] == [], built["built"]  # no unused model was built
+    assert "AgentSourceConfig" in built["complete"]  # the check sees a built one as built
+
+
+MODELS_AFTER_RUN = """
+import json, sys
+sys.argv = ["agentctl", *json.loads(sys.argv[1])]
+from cli.main import main
+try:
+    with open({out!r}, "w") as sink:
+        import contextlib
+        with contextlib.redirect_stdout(sink):
+            main()
+except SystemExit:
+    pass
+import lib.types
+complete = [name for name in dir(lib.types)
+            if getattr(getattr(lib.types, name), "__pydantic_complete__", False)]
+print(json.dumps(complete), file=sys.stderr)
+"""
+
+
+def run_in_process_models(args: list[str], env: dict[str, str], out) -> dict:
+    """Run `agentctl ARGS` in a fresh interpreter and report which lib.types models were
+    built by the time it ended."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", MODELS_AFTER_RUN.format(out=str(out)), json.dumps(args)],
+                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    complete = json.loads(done.stderr.strip().splitlines()[-1])
+    return {"complete": complete, "built": sorted(set(complete) & set(IDLE_SYNC_UNBUILT_MODELS)),
+            "inventoryUnchanged": '"inventoryUnchanged":true' in out.read_text()}
