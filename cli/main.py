@@ -1,6 +1,7 @@
 """`agentctl`'s entry point: the group (cli/group.py) run with every error as one line and
 its exit code, 143 on SIGTERM. `agentctl --version` alone is answered before click or
-anything else is imported."""
+anything else is imported, and `agentctl --help` (or `-h`) alone is rendered without click
+(cli/group_help.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def _terminate(signum: int, frame: object) -> None:
 def main() -> None:
     if sys.argv[1:] == ["--version"]:  # what click's --version prints, without click
         print(f"agentctl, version {VERSION}")
+        sys.exit(0)
+    if sys.argv[1:] in (["--help"], ["-h"]) and _print_group_help():  # click's help, without click
         sys.exit(0)
     import signal
 
@@ -78,6 +81,18 @@ def main() -> None:
         click.echo(f"agentctl: internal error: {exc.__class__.__name__}: {exc} (run with -v for details)", err=True)
         sys.exit(ExitCode.FAILURE)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _print_group_help() -> bool:
+    from cli.group_help import print_group_help
+
+    try:
+        return print_group_help()
+    except BrokenPipeError:  # the reader went away: what click's main does for a help it renders
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit is silent
+        sys.exit(1)
 
 
 def _print_traceback() -> None:

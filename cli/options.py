@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from cli.context import AppContext
+from cli.group_declarations import PEOPLE_OPTION_DECLARATIONS, WORKSPACE_OPTION_DECLARATIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,22 +32,32 @@ class SpaceDid(click.ParamType):
         return value
 
 
+def _click_attributes(envvar: str | None, kind: str, help: str) -> dict[str, Any]:
+    """click's attributes for a declared global option (cli/group_declarations.py)."""
+    attrs: dict[str, Any] = {"help": help}
+    if envvar is not None:
+        attrs["envvar"] = envvar
+    if kind == "count":
+        attrs["count"] = True
+    elif kind == "flag":
+        attrs["is_flag"] = True
+    elif kind == "file":
+        attrs["type"] = click.Path(dir_okay=False)
+    elif kind == "directory":
+        attrs["type"] = click.Path(file_okay=False)
+    elif kind == "did":
+        attrs["type"] = SpaceDid()
+    elif kind != "text":
+        raise ValueError(f"unknown kind of option value {kind!r}")
+    return attrs
+
+
 # (declarations, attributes) of each option; the names are the Workspace's arguments.
-WORKSPACE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
-    (("--config", "config_path"), dict(envvar="AGENTCTL_CONFIG", type=click.Path(dir_okay=False),
-                                       help="Configuration file (default ~/.config/agentctl/config.toml).")),
-    (("--store", "store_url"), dict(envvar="AGENTCTL_STORE",
-                                    help="Store URL (default sqlite:///<state dir>/fabric.sqlite3).")),
-    (("--space", "space"), dict(envvar="AGENTCTL_SPACE", type=SpaceDid(),
-                                help="Space DID to publish into (default: your identity's DID).")),
-    (("--identity", "identity_path"), dict(envvar="AGENTCTL_IDENTITY", type=click.Path(dir_okay=False),
-                                           help="Ed25519 identity key file (default <state dir>/identity.json).")),
-    (("--state-dir", "state_dir"), dict(envvar="AGENTCTL_STATE_DIR", type=click.Path(file_okay=False),
-                                        help="State directory (default ~/.local/state/agentctl).")),
+WORKSPACE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = tuple(
+    (decls, _click_attributes(envvar, kind, help)) for decls, envvar, kind, help in WORKSPACE_OPTION_DECLARATIONS
 )
-PEOPLE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
-    (("-v", "--verbose", "verbose"), dict(count=True, help="More detail; tracebacks on errors.")),
-    (("-q", "--quiet", "quiet"), dict(is_flag=True, help="No progress bars or messages.")),
+PEOPLE_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = tuple(
+    (decls, _click_attributes(envvar, kind, help)) for decls, envvar, kind, help in PEOPLE_OPTION_DECLARATIONS
 )
 GLOBAL_OPTIONS = WORKSPACE_OPTIONS + PEOPLE_OPTIONS
 WORKSPACE_NAMES = tuple(decls[-1] for decls, _ in WORKSPACE_OPTIONS)

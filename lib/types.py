@@ -142,6 +142,8 @@ class SourceDescriptor(WireModel):
 class SessionSummary(WireModel):
     """Normalized inventory metadata. Every field but the id may be unknown (null)."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     native_session_id: str
     title: str | None = None
     cwd: str | None = None
@@ -164,11 +166,15 @@ class SessionSummary(WireModel):
 
 
 class SessionPage(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     sessions: list[SessionSummary] = Field(default_factory=list)
     next_cursor: str | None = None
 
 
 class NormalizedMessage(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     id: str
     parent_id: str | None = None
     role: MessageRole
@@ -186,6 +192,8 @@ class NormalizedMessage(WireModel):
 class NativeSessionSnapshot(WireModel):
     """One full read of a session: summary, native events, normalized view, completeness."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     summary: SessionSummary
     events: list[Any] = Field(default_factory=list)
     normalized_messages: list[NormalizedMessage] = Field(default_factory=list)
@@ -194,10 +202,14 @@ class NativeSessionSnapshot(WireModel):
 
 
 class PromptInput(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     text: str
 
 
 class StartInput(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     text: str
     cwd: str | None = None
     title: str | None = None
@@ -205,12 +217,16 @@ class StartInput(WireModel):
 
 
 class CommandError(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     code: str
     message: str
     retryable: bool = False
 
 
 class CommandExecutionResult(WireModel):
+    model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
+
     status: CommandStatus
     provider_operation_id: str | None = None
     result: dict[str, Any] | None = None

@@ -9,21 +9,35 @@ it imports every command module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
-
-@dataclass(frozen=True)
 class CommandEntry:
     """A subcommand before its module is imported: `module`.`attribute` is the click
-    command; `short_help` is what `cmd.get_short_help_str()` gives for it, untruncated."""
+    command; `short_help` is what `cmd.get_short_help_str()` gives for it, untruncated.
+    A plain immutable class, not a dataclass: `agentctl --help` reads the table, and
+    `dataclasses` (with `inspect` under it) costs more than the rest of that path."""
 
-    name: str
-    module: str
-    attribute: str
-    short_help: str
+    __slots__ = ("name", "module", "attribute", "short_help")
 
-    def load(self) -> Any:
+    def __init__(self, name: str, module: str, attribute: str, short_help: str) -> None:
+        for slot, value in zip(self.__slots__, (name, module, attribute, short_help), strict=True):
+            object.__setattr__(self, slot, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a CommandEntry is immutable (cannot set {name!r})")
+
+    def _fields(self) -> tuple[str, str, str, str]:
+        return (self.name, self.module, self.attribute, self.short_help)
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, CommandEntry) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "CommandEntry(name={!r}, module={!r}, attribute={!r}, short_help={!r})".format(*self._fields())
+
+    def load(self) -> object:
         # __import__, not importlib.import_module: `python -X importtime` reports only the
         # former, and the start-up tests and profiles read that report
         return getattr(__import__(self.module, fromlist=[self.attribute]), self.attribute)
@@ -59,7 +73,7 @@ COMMAND_TABLE: tuple[CommandEntry, ...] = (
 )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "COMMANDS":  # every command, loaded: imports every command module
         return [entry.load() for entry in COMMAND_TABLE]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,10 +25,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
 from lib.errors import UsageError
+
+# `cryptography` is imported where a key is derived or used (Identity.from_secret_key,
+# Identity.sign), not here: is_did and DID_FORM (the configuration, --space) need none of it.
 
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _ED25519_MULTICODEC = b"\xed\x01"
@@ -84,12 +84,17 @@ class Identity:
     @classmethod
     def from_secret_key(cls, secret_key: bytes) -> Identity:
         """The identity of a 32-byte secret key (RFC 8032's seed); ValueError for another length."""
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
         public_key = Ed25519PrivateKey.from_private_bytes(secret_key).public_key()
         public = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
         return cls(did=did_key(public), public_key=public, _secret_key=secret_key)
 
     def sign(self, message: bytes) -> bytes:
         """The 64-byte Ed25519 signature of message."""
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         return Ed25519PrivateKey.from_private_bytes(self._secret_key).sign(message)
 
 

@@ -19,13 +19,12 @@ target never writes and never waits for a writer.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lib.commands import AgentSessionCommand
-from lib.fabric import receipt_cells
 from lib.fabric import session_index as idx
 from lib.fabric.cell_id import (
     all_session_index_cause,
@@ -34,13 +33,8 @@ from lib.fabric.cell_id import (
     receipts_cause,
     recent_session_index_cause,
 )
-from lib.fabric.command_queues import CommandDelivery, CommandQueues, CommandSubscription
-from lib.fabric.graph_commit import commit_graph
-from lib.fabric.graph_plan import plan_graph
 from lib.fabric.index_store import IndexCells, read_complete_index
 from lib.fabric.ordering import SEQUENCE_NAME
-from lib.fabric.publication import Publication
-from lib.fabric.publication_resolve import DeletionGuard
 from lib.fabric.schemas import (
     COMMAND_RECEIPTS_SCHEMA,
     HEALTH_ARRAY_SCOPE,
@@ -54,8 +48,17 @@ from lib.fabric.store_errors import ConflictError, PreconditionFailed
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, PUBLISH_LOCK, RECEIPTS_LOCK, OnWait
 from lib.fabric.target_errors import TargetError
 from lib.git_context import GitContextResolver, GitObservation
-from lib.receipts import CommandReceipt
 from lib.session_key import session_key
+
+if TYPE_CHECKING:
+    # Imported where they are used: a target that only reads the index (an idle sync,
+    # `sessions`) never loads the command and receipt models, the queues, the
+    # publication or the graph planner.
+    from lib.commands import AgentSessionCommand
+    from lib.fabric.command_queues import CommandDelivery, CommandQueues, CommandSubscription
+    from lib.fabric.publication import Publication
+    from lib.fabric.receipt_cells import ReceiptCommits
+    from lib.receipts import CommandReceipt
 
 _OPEN_ATTEMPTS = 3
 
@@ -146,8 +149,31 @@ class FabricTarget:
         self.lock = store.lock(space, PUBLISH_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
         self.receipts_lock = store.lock(space, RECEIPTS_LOCK, timeout=lock_timeout, on_wait=on_lock_wait)
         self.receipt_index_cache: Any = None  # receipt_cells.IndexCache, kept under receipts_lock
-        self.receipt_commits = receipt_cells.ReceiptCommits(self)
-        self.queues = CommandQueues(self)
+        self._helpers_made = threading.Lock()  # one receipt group commit and one set of queues
+        self._receipt_commits: ReceiptCommits | None = None
+        self._queues: CommandQueues | None = None
+
+    @property
+    def receipt_commits(self) -> ReceiptCommits:
+        """The group commit of this target's receipt writes, made on first use."""
+        if self._receipt_commits is None:
+            from lib.fabric.receipt_cells import ReceiptCommits
+
+            with self._helpers_made:
+                if self._receipt_commits is None:
+                    self._receipt_commits = ReceiptCommits(self)
+        return self._receipt_commits
+
+    @property
+    def queues(self) -> CommandQueues:
+        """The command queues this target binds and watches, made on first use."""
+        if self._queues is None:
+            from lib.fabric.command_queues import CommandQueues
+
+            with self._helpers_made:
+                if self._queues is None:
+                    self._queues = CommandQueues(self)
+        return self._queues
 
     # -- opening -----------------------------------------------------------------------
 
@@ -286,6 +312,9 @@ class FabricTarget:
         is suspect: nothing is deleted, see publication_resolve.DeletionGuard).
         """
         self._writable("publish")
+        from lib.fabric.publication import Publication
+        from lib.fabric.publication_resolve import DeletionGuard
+
         return Publication(
             graphs=self.graphs,
             cells=self.cells,
@@ -304,6 +333,9 @@ class FabricTarget:
         Under the publish lock: health and index commits take turns (docs/command-path.md,
         "Locks and queues for writes")."""
         self._writable("publish health")
+        from lib.fabric.graph_commit import commit_graph
+        from lib.fabric.graph_plan import plan_graph
+
         record = {**dict(value), "schema": HEALTH_SCHEMA, "ownerDid": self.owner}
         graph = plan_graph(
             health_cause(self.space, self.owner),
@@ -321,21 +353,29 @@ class FabricTarget:
     def read_receipt(self, command_id: str, producer: str | None = None) -> CommandReceipt | None:
         """The command's validated receipt (the producer's queue's when named), None
         when it has none; an invalid stored receipt raises `invalid-receipt`."""
+        from lib.fabric import receipt_cells
+
         return receipt_cells.read_receipt(self, command_id, producer)
 
     def claim_receipt(self, receipt: CommandReceipt) -> bool:
         """Write an in-flight receipt only where none exists, with its index row: True
         when this process holds the claim, False when another receipt is there."""
         self._writable("claim a command")
+        from lib.fabric import receipt_cells
+
         return receipt_cells.claim_receipt(self, receipt)
 
     def publish_receipt(self, receipt: CommandReceipt) -> None:
         """Replace the command's receipt cell and its index row (one commit)."""
         self._writable("publish a receipt")
+        from lib.fabric import receipt_cells
+
         receipt_cells.publish_receipt(self, receipt)
 
     def receipt_rows(self) -> list[dict[str, Any]]:
         """The receipt index rows, validated, oldest first."""
+        from lib.fabric import receipt_cells
+
         return receipt_cells.read_index_rows(self)
 
     # -- command queues (command_queues.py) --------------------------------------------

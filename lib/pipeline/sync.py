@@ -9,17 +9,18 @@ listed at all (unchanged_sources.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from lib.drivers.base import DriverError
-from lib.fabric.target import FabricTarget
-from lib.pipeline.driver_pool import DriverPool
-from lib.pipeline.listing import list_source
-from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.records import Item, RecordSink, data_of, error_record, kind_of
-from lib.pipeline.runner import Progress, run_stage
 from lib.pipeline.unchanged_sources import UnchangedSources
-from lib.reconcile import SignalSource
-from lib.workspace import Workspace
+
+if TYPE_CHECKING:  # what only a sync that lists needs is imported when it lists
+    from lib.fabric.target import FabricTarget
+    from lib.pipeline.driver_pool import DriverPool
+    from lib.pipeline.runner import Progress
+    from lib.reconcile import SignalSource
+    from lib.workspace import Workspace
 
 
 def run_sync(
@@ -47,7 +48,10 @@ def run_sync(
                 sink.put(record)
         sink.put(idle)
         return sink
-    from lib.pipeline.build import publish_stage  # the stages: not imported by an idle sync
+    # the stages, the read-ahead and the runner: not imported by an idle sync
+    from lib.pipeline.build import publish_stage
+    from lib.pipeline.read_ahead import ReadAhead
+    from lib.pipeline.runner import run_stage
 
     ahead = ReadAhead()  # the next session is read while this one is published
     stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
@@ -71,6 +75,8 @@ def inventory_records(
     error record (stage `start`), and the publication keeps its sessions. A source
     whose home is unchanged since its last complete sync is neither started nor listed
     (lib/pipeline/unchanged_sources.py)."""
+    from lib.pipeline.listing import list_source
+
     for source_id in source_ids:
         if unchanged is not None:
             check = unchanged.check(source_id)  # before the driver starts: a change from now on shows
