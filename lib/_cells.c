@@ -22,6 +22,9 @@
  *       True when value is a dict whose subtree holds only dicts with str keys and
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
  *       so the planner leaves it as it is.
+ *   stored_keys(ids) -> list
+ *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
+ *       content-derived ID names, any other ID as it is (the SQLite batch insert).
  *   set_types(link_type, hole, undefined, hole_tag, undefined_tag)
  *       What values.py's encoder knows: the Link class, the HOLE and UNDEFINED
  *       singletons and their tags.
@@ -426,6 +429,85 @@ done:
     return out;
 }
 
+/* ---- stored_keys ------------------------------------------------------------------ */
+
+static int
+b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+/* The 32 bytes of a canonical "of:fid1:" + 43-character ID, or NULL with no error set
+ * when id is not one (the last character's two padding bits must be zero). */
+static PyObject *
+stored_key(PyObject *id)
+{
+    if (!PyUnicode_IS_ASCII(id) || PyUnicode_GET_LENGTH(id) != 8 + ID_CHARS)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(id);
+    if (memcmp(s, "of:fid1:", 8) != 0)
+        return NULL;
+    int v[ID_CHARS];
+    for (int i = 0; i < ID_CHARS; i++)
+        if ((v[i] = b64url_value(s[8 + i])) < 0)
+            return NULL;
+    if (v[ID_CHARS - 1] & 3)
+        return NULL;
+    unsigned char out[32];
+    int o = 0, i = 0;
+    for (; i + 4 <= 40; i += 4) {
+        unsigned x = (v[i] << 18) | (v[i + 1] << 12) | (v[i + 2] << 6) | v[i + 3];
+        out[o++] = (x >> 16) & 0xFF;
+        out[o++] = (x >> 8) & 0xFF;
+        out[o++] = x & 0xFF;
+    }
+    unsigned x = (v[40] << 18) | (v[41] << 12) | (v[42] << 6);
+    out[o++] = (x >> 16) & 0xFF;
+    out[o++] = (x >> 8) & 0xFF;
+    return PyBytes_FromStringAndSize((const char *)out, 32);
+}
+
+static PyObject *
+py_stored_keys(PyObject *self, PyObject *ids)
+{
+    if (!PyList_CheckExact(ids)) {
+        PyErr_SetString(PyExc_TypeError, "ids is a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *id = PyList_GET_ITEM(ids, i);
+        if (!PyUnicode_CheckExact(id)) {
+            Py_DECREF(out);
+            return unsupported("a cell ID that is not a str");
+        }
+        PyObject *k = stored_key(id);
+        if (k == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_INCREF(id);
+            k = id;
+        }
+        PyList_SET_ITEM(out, i, k);
+    }
+    return out;
+}
+
 /* ---- module ----------------------------------------------------------------------- */
 
 static PyObject *
@@ -457,6 +539,8 @@ static PyMethodDef methods[] = {
      "shorten_links(text, head, tail) -> str: same-space links as U+0001 and the ID."},
     {"cause_ids", py_cause_ids, METH_VARARGS,
      "cause_ids(prefix, encodings, suffix) -> list[str]: cell IDs of encoded causes."},
+    {"stored_keys", py_stored_keys, METH_O,
+     "stored_keys(ids) -> list: cell_keys.key of each cell ID."},
     {"set_types", py_set_types, METH_VARARGS,
      "set_types(link_type, hole, undefined, hole_tag, undefined_tag)."},
     {NULL, NULL, 0, NULL},

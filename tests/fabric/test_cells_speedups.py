@@ -5,6 +5,7 @@ IDs and the planned graphs. A user without a compiler gets the same bytes."""
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import random
@@ -18,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lib import _cells  # built by `make install` (pyproject.toml); these tests need it
-from lib.fabric import cell_speedups, graph_plan, stored_values, values
+from lib.fabric import cell_keys, cell_speedups, graph_plan, sqlite_store, stored_values, values
+from lib.fabric.commit_rules import RowWrite
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.values import Link, ValueEncodingError
 from lib.hashing import HOLE, UNDEFINED
@@ -214,3 +216,27 @@ def test_the_pure_python_switch_turns_the_c_path_off_in_a_new_process():
     env["AGENTCTL_PURE_PYTHON"] = "0"
     on = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert on.stdout.split() == ["False", "False"]
+
+
+def test_stored_keys_in_c_equal_cell_keys_key():
+    rng = random.Random(5)
+    ids = ["of:fid1:" + base64.urlsafe_b64encode(rng.randbytes(32)).rstrip(b"=").decode() for _ in range(3000)]
+    ids += [i[:-1] + c for i in ids[:300] for c in "AEBFw8x_-"]  # padding bits set or not
+    ids += ["of:fid1:" + "".join(rng.choice("AZaz09-_+/=é") for _ in range(43)) for _ in range(3000)]
+    ids += ["", "x", "of:fid1:", "of:fid2:" + "A" * 43, "of:fid1:" + "A" * 44, "of:fid1:" + "A" * 42]
+    assert _cells.stored_keys(ids) == [cell_keys.key(i) for i in ids]
+
+
+def test_the_batch_insert_orders_rows_as_the_primary_key_does():
+    rng = random.Random(9)
+    ids = ["of:fid1:" + base64.urlsafe_b64encode(rng.randbytes(32)).rstrip(b"=").decode() for _ in range(300)]
+    ids += [f"of:named:{n}" for n in range(50)] + ["zz", "a"]
+    rng.shuffle(ids)
+    writes = [RowWrite(i, None, "1") for i in ids]
+    fast = sqlite_store._in_key_order(writes)
+    saved, sqlite_store._stored_keys = sqlite_store._stored_keys, None
+    try:
+        reference = sqlite_store._in_key_order(writes)
+    finally:
+        sqlite_store._stored_keys = saved
+    assert [(k, w.cell_id) for k, w in fast] == [(k, w.cell_id) for k, w in reference]
