@@ -7,7 +7,8 @@
  *   fvj1_encode(value) -> object
  *       lib.fabric.values.encode for plain JSON, Links and UNDEFINED / HOLE: the same
  *       object when nothing needs a tag, else a copy with the tagged parts replaced
- *       (dicts keep their key order). Unsupported for a key starting with "/", a
+ *       (dicts keep their key order; a FrozenDict always becomes a plain dict copy).
+ *       Unsupported for a key starting with "/", a
  *       non-str key, an int beyond 2**53, NaN / infinities / -0.0, a subclass of any
  *       built-in type, a Mapping that is not a dict, bytes, BigInt, nesting deeper than
  *       MAX_DEPTH: the reference writes those.
@@ -18,6 +19,9 @@
  *       "of:fid1:" + unpadded base64url of sha256(prefix + e + suffix) for each e
  *       (lib.fabric.graph_plan: the IDs of an array's element cells from their causes'
  *       encodings, one call per array).
+ *   links(ids, space) -> list
+ *       A Link (the registered link type) to each cell ID in space at no path, made as
+ *       values.Link.trusted makes one: its fields set without the class's checks.
  *   flat_object(value) -> bool
  *       True when value is a dict whose subtree holds only dicts with str keys and
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
@@ -25,8 +29,9 @@
  *   stored_keys(ids) -> list
  *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
  *       content-derived ID names, any other ID as it is (the SQLite batch insert).
- *   set_types(link_type, hole, undefined, hole_tag, undefined_tag)
- *       What values.py's encoder knows: the Link class, the HOLE and UNDEFINED
+ *   set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)
+ *       What values.py's encoder knows: the Link class, lib.frozen.FrozenDict (written
+ *       as a plain dict copy, as the reference's dict(v) is), the HOLE and UNDEFINED
  *       singletons and their tags.
  */
 
@@ -41,6 +46,7 @@
 static PyObject *Unsupported;
 static PyObject *sha256_func;
 static PyTypeObject *link_type;
+static PyTypeObject *frozen_type; /* lib.frozen.FrozenDict: written as a plain dict copy */
 static PyObject *hole, *undefined, *hole_tag, *undefined_tag;
 static PyObject *s_id, *s_space, *s_path, *s_quote, *s_slash, *s_link1, *s_digest;
 
@@ -215,6 +221,16 @@ enc_value(PyObject *v, int depth, int in_array)
         if (depth >= MAX_DEPTH)
             return unsupported("nested too deeply for the fast path");
         return t == &PyDict_Type ? enc_dict(v, depth + 1) : enc_array(v, depth + 1);
+    }
+    if (frozen_type != NULL && t == frozen_type) {
+        /* the reference encodes dict(v): a plain copy, whether or not a tag changed it */
+        if (depth >= MAX_DEPTH)
+            return unsupported("nested too deeply for the fast path");
+        PyObject *e = enc_dict(v, depth + 1);
+        if (e != v)
+            return e;
+        Py_DECREF(e);
+        return PyDict_Copy(v);
     }
     if (link_type != NULL && t == link_type)
         return enc_link(v);
@@ -429,6 +445,40 @@ done:
     return out;
 }
 
+/* ---- links ------------------------------------------------------------------------ */
+
+static PyObject *
+py_links(PyObject *self, PyObject *args)
+{
+    PyObject *ids, *space;
+    if (!PyArg_ParseTuple(args, "O!U:links", &PyList_Type, &ids, &space))
+        return NULL;
+    if (link_type == NULL)
+        return unsupported("no link type registered");
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    PyObject *out = PyList_New(n);
+    PyObject *empty = PyTuple_New(0);
+    if (out == NULL || empty == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = link_type->tp_alloc(link_type, 0);
+        if (link == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, link);
+        /* object.__setattr__, as Link.trusted does: the slots, past the frozen guard */
+        if (PyObject_GenericSetAttr(link, s_id, PyList_GET_ITEM(ids, i)) < 0 ||
+            PyObject_GenericSetAttr(link, s_space, space) < 0 ||
+            PyObject_GenericSetAttr(link, s_path, empty) < 0)
+            goto fail;
+    }
+    Py_DECREF(empty);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
 /* ---- stored_keys ------------------------------------------------------------------ */
 
 static int
@@ -513,10 +563,16 @@ py_stored_keys(PyObject *self, PyObject *ids)
 static PyObject *
 py_set_types(PyObject *self, PyObject *args)
 {
-    PyObject *lt, *h, *u, *ht, *ut;
-    if (!PyArg_ParseTuple(args, "O!OOO!O!:set_types", &PyType_Type, &lt, &h, &u, &PyDict_Type,
-                          &ht, &PyDict_Type, &ut))
+    PyObject *lt, *ft, *h, *u, *ht, *ut;
+    if (!PyArg_ParseTuple(args, "O!O!OOO!O!:set_types", &PyType_Type, &lt, &PyType_Type, &ft, &h,
+                          &u, &PyDict_Type, &ht, &PyDict_Type, &ut))
         return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)ft, &PyDict_Type)) {
+        PyErr_SetString(PyExc_TypeError, "the frozen type must be a dict subclass");
+        return NULL;
+    }
+    Py_INCREF(ft);
+    Py_XSETREF(frozen_type, (PyTypeObject *)ft);
     Py_INCREF(lt);
     Py_INCREF(h);
     Py_INCREF(u);
@@ -539,10 +595,12 @@ static PyMethodDef methods[] = {
      "shorten_links(text, head, tail) -> str: same-space links as U+0001 and the ID."},
     {"cause_ids", py_cause_ids, METH_VARARGS,
      "cause_ids(prefix, encodings, suffix) -> list[str]: cell IDs of encoded causes."},
+    {"links", py_links, METH_VARARGS,
+     "links(ids, space) -> list: a Link to each cell ID, as Link.trusted makes one."},
     {"stored_keys", py_stored_keys, METH_O,
      "stored_keys(ids) -> list: cell_keys.key of each cell ID."},
     {"set_types", py_set_types, METH_VARARGS,
-     "set_types(link_type, hole, undefined, hole_tag, undefined_tag)."},
+     "set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)."},
     {NULL, NULL, 0, NULL},
 };
 

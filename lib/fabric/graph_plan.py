@@ -138,8 +138,10 @@ class _Planner:
         # the cause's encoding, keys in order: agentConnector, identity, path, scope
         tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
         encodings = [_CAUSE_HEAD + found[1] + tail for found in identities if found is not None]
-        ids = iter(_ids_of_encoded_causes(encodings))
+        ids = _ids_of_encoded_causes(encodings)
+        made = iter(_links_to(ids, self.space))  # cell IDs made here, the graph's space
         at = 0
+        flat = _flat_object
         for item, found in zip(items, identities, strict=True):
             if found is None:
                 links.append(item)  # HOLE or UNDEFINED stays in place
@@ -150,17 +152,17 @@ class _Planner:
                 "path": path_list,
                 "identity": found[0],
             }
-            encoded = encodings[at]
-            at += 1
-            cid = next(ids)
-            inner = _Scope(cause, encoded)
             # children of this element are scoped by its complete cause, paths restart
-            if is_array(item):
-                value: Any = self.plan_array(item, inner, ())
+            t = type(item)
+            if t is dict and flat is not None and flat(item):
+                value: Any = item  # no array below it: nothing to plan
+            elif t is list or t is tuple or (t is not dict and is_array(item)):
+                value = self.plan_array(item, _Scope(cause, encodings[at]), ())
             else:
-                value = self.convert(item, inner, ())
-            self.cells.append(PlannedCell(cid, cause, value))
-            links.append(Link.trusted(cid, self.space))  # a cell ID made here, the graph's space
+                value = self.convert(item, _Scope(cause, encodings[at]), ())
+            self.cells.append(PlannedCell(ids[at], cause, value))
+            links.append(next(made))
+            at += 1
         return links
 
     def identities(self, items: Any) -> list[tuple[dict[str, Any], bytes] | None]:
@@ -247,12 +249,16 @@ class _Planner:
         return whole
 
 
-@dataclass(frozen=True, slots=True)
 class _Scope:
-    """A scope value and its encoding (the parent cause is encoded once, reused by children)."""
+    """A scope value and its encoding (the parent cause is encoded once, reused by children).
+    A plain slots class: one is made per array element, and a frozen dataclass's
+    __init__ costs a call per field."""
 
-    cause: dict[str, Any]
-    encoded: bytes
+    __slots__ = ("cause", "encoded")
+
+    def __init__(self, cause: dict[str, Any], encoded: bytes) -> None:
+        self.cause = cause
+        self.encoded = encoded
 
 
 def _hex(digest: bytes | None) -> str:
@@ -283,6 +289,13 @@ def _ids_of_encoded_causes(encodings: list[bytes]) -> list[str]:
     if CELLS is not None:
         return CELLS.cause_ids(_CAUSAL_HEAD, encodings, b"\x00")
     return [_id_of_encoded_cause(e) for e in encodings]
+
+
+def _links_to(ids: list[str], space: str) -> list[Link]:
+    """Link.trusted to each ID, in one call to lib._cells when it is there."""
+    if CELLS is not None:
+        return CELLS.links(ids, space)
+    return [Link.trusted(i, space) for i in ids]
 
 
 _flat_object = CELLS.flat_object if CELLS is not None else None

@@ -37,6 +37,7 @@ import orjson
 
 from lib.errors import CodedError
 from lib.fabric.cell_speedups import CELLS, Unsupported
+from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED, BigInt
 
 PREFIX = "fvj1:"
@@ -285,7 +286,7 @@ def _is_plain(v: Any) -> bool:
 
 _fast_encode = None
 if CELLS is not None:
-    CELLS.set_types(Link, HOLE, UNDEFINED, _HOLE_TAG, _UNDEFINED_TAG)
+    CELLS.set_types(Link, FrozenDict, HOLE, UNDEFINED, _HOLE_TAG, _UNDEFINED_TAG)
     _fast_encode = CELLS.fvj1_encode
 
 

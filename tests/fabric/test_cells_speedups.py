@@ -23,6 +23,7 @@ from lib.fabric import cell_keys, cell_speedups, graph_plan, sqlite_store, store
 from lib.fabric.commit_rules import RowWrite
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.values import Link, ValueEncodingError
+from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED
 from tests.pipeline.test_record_fuzz import values as fuzz_values
 from tests.support.speedups import compiler_available
@@ -115,7 +116,9 @@ def test_the_common_cell_values_never_leave_the_c_path():
     link = Link(ID, SPACE)
     event = {"type": "event_msg", "payload": {"text": "héllo", "n": 1, "x": 1.5, "ok": True,
                                                "none": None, "items": [1, "a", {"b": []}]}}
-    for value in (event, [link, link], {"events": [link], "u": UNDEFINED}, [1, HOLE, 2], (1, 2)):
+    frozen = FrozenDict({"role": "user", "text": "hi", "meta": FrozenDict({"n": 1})})
+    for value in (event, [link, link], {"events": [link], "u": UNDEFINED}, [1, HOLE, 2], (1, 2),
+                  frozen, [frozen]):
         _cells.fvj1_encode(value)  # raises Unsupported if it left the fast path
     for value in ({"/": 1}, 2**60, -0.0, math.nan, b"x", {1: 2}):
         with pytest.raises(_cells.Unsupported):
@@ -240,3 +243,11 @@ def test_the_batch_insert_orders_rows_as_the_primary_key_does():
     finally:
         sqlite_store._stored_keys = saved
     assert [(k, w.cell_id) for k, w in fast] == [(k, w.cell_id) for k, w in reference]
+
+
+def test_links_made_in_c_are_the_links_link_trusted_makes():
+    ids = [ID, "of:fid1:" + "z" * 43]
+    made = _cells.links(ids, SPACE)
+    assert made == [Link.trusted(i, SPACE) for i in ids] == [Link(i, SPACE) for i in ids]
+    assert all(type(link) is Link and link.path == () for link in made)
+    assert values.dumps(made) == reference_dumps(made)
