@@ -110,6 +110,10 @@ class _Planner:
     def convert(self, value: Any, scope: _Scope, path: tuple[str, ...]) -> Any:
         """value with its arrays replaced by arrays of links (the same object if none)."""
         t = type(value)
+        if t is list or t is tuple:  # before is_object's costly Mapping check
+            return self.plan_array(value, scope, path)
+        if t is Link:
+            return value  # links are atomic
         if t is dict and _flat_object is not None and _flat_object(value):
             return value  # no array anywhere below: nothing to plan (lib._cells)
         if t is dict or (t is not str and is_object(value)):

@@ -399,12 +399,15 @@ class SQLiteStore(Store):
                 return head
             seq = head + 1
             space = plan.space
-            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in {w.labels for w in writes}}
+            # rows mostly share one Labels object: each object is hashed once, not each row
+            by_object = {id(w.labels): w.labels for w in writes}
+            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in set(by_object.values())}
+            label_ids = {at: ids[labels] for at, labels in by_object.items()}
             keyed = _in_key_order(writes)
             conn.executemany(  # in key order: each B-tree page is visited once
                 UPSERT,
                 (
-                    (space_id, stored_id, seq, ids[w.labels],
+                    (space_id, stored_id, seq, label_ids[id(w.labels)],
                      None if w.text is None else stored_values.encode(w.text, space))
                     for stored_id, w in keyed
                 ),
@@ -434,7 +437,7 @@ class SQLiteStore(Store):
             for stored_id, seq, labels_id, live in conn.execute(
                 "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *map(key, batch)),
+                (space_id, *(_stored_keys(batch) if _stored_keys else map(key, batch))),
             ).fetchall():
                 rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
         return rows
