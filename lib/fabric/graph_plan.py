@@ -42,6 +42,7 @@ import lib.hashing as _hashing
 from lib.errors import CodedError
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
+from lib.fabric.cell_speedups import CELLS
 from lib.fabric.element_identity import (
     extra_secondary,
     is_array,
@@ -109,6 +110,12 @@ class _Planner:
     def convert(self, value: Any, scope: _Scope, path: tuple[str, ...]) -> Any:
         """value with its arrays replaced by arrays of links (the same object if none)."""
         t = type(value)
+        if t is list or t is tuple:  # before is_object's costly Mapping check
+            return self.plan_array(value, scope, path)
+        if t is Link:
+            return value  # links are atomic
+        if t is dict and _flat_object is not None and _flat_object(value):
+            return value  # no array anywhere below: nothing to plan (lib._cells)
         if t is dict or (t is not str and is_object(value)):
             out: dict[str, Any] | None = None
             nested = [k for k, v in value.items() if type(v) not in _LEAF_TYPES]
@@ -134,27 +141,32 @@ class _Planner:
         path_list = list(path)
         # the cause's encoding, keys in order: agentConnector, identity, path, scope
         tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
+        encodings = [_CAUSE_HEAD + found[1] + tail for found in identities if found is not None]
+        ids = _ids_of_encoded_causes(encodings)
+        made = iter(_links_to(ids, self.space))  # cell IDs made here, the graph's space
+        at = 0
+        flat = _flat_object
         for item, found in zip(items, identities, strict=True):
             if found is None:
                 links.append(item)  # HOLE or UNDEFINED stays in place
                 continue
-            identity, identity_bytes = found
             cause = {
                 "agentConnector": ELEMENT_CONNECTOR,
                 "scope": scope.cause,
                 "path": path_list,
-                "identity": identity,
+                "identity": found[0],
             }
-            encoded = _CAUSE_HEAD + identity_bytes + tail
-            cid = _id_of_encoded_cause(encoded)
-            inner = _Scope(cause, encoded)
             # children of this element are scoped by its complete cause, paths restart
-            if is_array(item):
-                value: Any = self.plan_array(item, inner, ())
+            t = type(item)
+            if t is dict and flat is not None and flat(item):
+                value: Any = item  # no array below it: nothing to plan
+            elif t is list or t is tuple or (t is not dict and is_array(item)):
+                value = self.plan_array(item, _Scope(cause, encodings[at]), ())
             else:
-                value = self.convert(item, inner, ())
-            self.cells.append(PlannedCell(cid, cause, value))
-            links.append(Link.trusted(cid, self.space))  # a cell ID made here, the graph's space
+                value = self.convert(item, _Scope(cause, encodings[at]), ())
+            self.cells.append(PlannedCell(ids[at], cause, value))
+            links.append(next(made))
+            at += 1
         return links
 
     def identities(self, items: Any) -> list[tuple[dict[str, Any], bytes] | None]:
@@ -241,12 +253,16 @@ class _Planner:
         return whole
 
 
-@dataclass(frozen=True, slots=True)
 class _Scope:
-    """A scope value and its encoding (the parent cause is encoded once, reused by children)."""
+    """A scope value and its encoding (the parent cause is encoded once, reused by children).
+    A plain slots class: one is made per array element, and a frozen dataclass's
+    __init__ costs a call per field."""
 
-    cause: dict[str, Any]
-    encoded: bytes
+    __slots__ = ("cause", "encoded")
+
+    def __init__(self, cause: dict[str, Any], encoded: bytes) -> None:
+        self.cause = cause
+        self.encoded = encoded
 
 
 def _hex(digest: bytes | None) -> str:
@@ -270,6 +286,23 @@ def _id_of_encoded_cause(encoded: bytes) -> str:
     """cell_id(cause) from the cause's encoding (a test holds the two equal)."""
     digest = _sha256(_CAUSAL_HEAD + encoded + b"\x00").digest()
     return CELL_ID_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _ids_of_encoded_causes(encodings: list[bytes]) -> list[str]:
+    """_id_of_encoded_cause of each, in one call to lib._cells when it is there."""
+    if CELLS is not None:
+        return CELLS.cause_ids(_CAUSAL_HEAD, encodings, b"\x00")
+    return [_id_of_encoded_cause(e) for e in encodings]
+
+
+def _links_to(ids: list[str], space: str) -> list[Link]:
+    """Link.trusted to each ID, in one call to lib._cells when it is there."""
+    if CELLS is not None:
+        return CELLS.links(ids, space)
+    return [Link.trusted(i, space) for i in ids]
+
+
+_flat_object = CELLS.flat_object if CELLS is not None else None
 
 
 def _leb128(n: int) -> bytes:

@@ -30,10 +30,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from pathlib import Path
 
 from lib.fabric import stored_values, values
 from lib.fabric.cell_keys import cell, key, order
+from lib.fabric.cell_speedups import CELLS
 from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
@@ -382,12 +384,15 @@ class SQLiteStore(Store):
                 return head
             seq = head + 1
             space = plan.space
-            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in {w.labels for w in writes}}
-            keyed = sorted(((key(w.cell_id), w) for w in writes), key=_first_in_key_order)
+            # rows mostly share one Labels object: each object is hashed once, not each row
+            by_object = {id(w.labels): w.labels for w in writes}
+            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in set(by_object.values())}
+            label_ids = {at: ids[labels] for at, labels in by_object.items()}
+            keyed = _in_key_order(writes)
             conn.executemany(  # in key order: each B-tree page is visited once
                 UPSERT,
                 (
-                    (space_id, stored_id, seq, ids[w.labels],
+                    (space_id, stored_id, seq, label_ids[id(w.labels)],
                      None if w.text is None else stored_values.encode(w.text, space))
                     for stored_id, w in keyed
                 ),
@@ -417,7 +422,7 @@ class SQLiteStore(Store):
             for stored_id, seq, labels_id, live in conn.execute(
                 "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *map(key, batch)),
+                (space_id, *(_stored_keys(batch) if _stored_keys else map(key, batch))),
             ).fetchall():
                 rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
         return rows
@@ -438,6 +443,23 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
 
 def _first_in_key_order(pair: tuple[str | bytes, RowWrite]) -> tuple[bool, str | bytes]:
     return order(pair[0])
+
+
+def _in_key_order(writes: list[RowWrite]) -> list[tuple[str | bytes, RowWrite]]:
+    """(stored ID, write) pairs sorted as the primary key orders them (cell_keys.order:
+    TEXT IDs, then BLOB ones); lib._cells makes the stored IDs in one call."""
+    if _stored_keys is None:
+        return sorted(((key(w.cell_id), w) for w in writes), key=_first_in_key_order)
+    keys = _stored_keys([w.cell_id for w in writes])
+    texts = [pair for pair in zip(keys, writes, strict=True) if type(pair[0]) is not bytes]
+    blobs = [pair for pair in zip(keys, writes, strict=True) if type(pair[0]) is bytes]
+    texts.sort(key=_first)  # IDs are unique: the writes themselves are never compared
+    blobs.sort(key=_first)
+    return texts + blobs
+
+
+_first = itemgetter(0)
+_stored_keys = CELLS.stored_keys if CELLS is not None else None
 
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:

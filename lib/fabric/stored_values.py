@@ -21,6 +21,8 @@ import json
 import re
 import zlib
 
+from lib.fabric.cell_speedups import CELLS
+
 COMPRESS_AT = 256  # characters of text: below it zlib saves little (measured on the bench corpus)
 COMPRESS_LEVEL = 1  # the fastest: most of what level 6 saves, at a fraction of the time
 # zlib's hash table at memLevel 4 (4 KiB instead of 64 KiB): most values are a few KB,
@@ -65,7 +67,8 @@ def encode(text: str, space: str) -> str | bytes:
         raise ValueError("fvj1 text holds a raw U+0001")
     links = _links(space)
     if links.head in text:
-        text = links.long.sub(_MARKER + r"\1", text)
+        # lib._cells does the same replacement without the regex engine's per-call cost
+        text = _shorten(text, links.head, links.tail) if _shorten else links.long.sub(_MARKER + r"\1", text)
     if len(text) < COMPRESS_AT:
         return text
     raw = text.encode("utf-8")
@@ -74,6 +77,9 @@ def encode(text: str, space: str) -> str | bytes:
     if len(packed) * 10 <= len(raw) * 9:
         return packed
     return text
+
+
+_shorten = CELLS.shorten_links if CELLS is not None else None
 
 
 def decode(stored: str | bytes, space: str) -> str:

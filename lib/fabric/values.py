@@ -15,14 +15,18 @@ and a quoted object in exactly that form decodes as a Link; a bare
 `{"/": {"link@1": ...}}` is also read as a Link, for other writers.
 
 Plain data is the common case (a big session is 50 MB of events): encode
-and decode walk it once and return the very same objects when nothing needs
-a tag, copying only the containers on the path to a tagged value.
+walks it once and returns the very same objects when nothing needs a tag,
+copying only the containers on the path to a tagged value. lib._cells
+(cell_speedups.py) does that walk in C for plain JSON, Links, UNDEFINED and
+HOLE; `encode_reference` below is the same in Python, and runs for the rest.
+
+This module writes fvj1; value_decoding.py reads it (`loads`, `decode` and
+`from_fvj1_string` are still reachable here, for the modules that use them so).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
 from collections.abc import Mapping
@@ -32,6 +36,8 @@ from typing import Any
 import orjson
 
 from lib.errors import CodedError
+from lib.fabric.cell_speedups import CELLS, Unsupported
+from lib.frozen import FrozenDict
 from lib.hashing import HOLE, UNDEFINED, BigInt
 
 PREFIX = "fvj1:"
@@ -104,15 +110,6 @@ def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def _unb64(text: Any, tag: str) -> bytes:
-    if type(text) is not str:
-        raise ValueEncodingError("invalid-fvj1", f"{tag} holds a base64url string")
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueEncodingError("invalid-fvj1", f"{tag} is not base64url: {text[:40]!r}") from None
-
-
 def _bigint_tag(n: int) -> dict[str, str]:
     width = ((n if n >= 0 else ~n).bit_length() + 8) // 8
     return {"/BigInt@1": _b64(int(n).to_bytes(width, "big", signed=True))}
@@ -136,6 +133,17 @@ _HOLE_TAG = {"/Hole@1": None}
 
 def encode(value: Any) -> Any:
     """The JSON-compatible fvj1 form of value (value itself when it is plain JSON)."""
+    if _fast_encode is not None:
+        try:
+            return _fast_encode(value)
+        except Unsupported:
+            pass
+    return encode_reference(value)
+
+
+def encode_reference(value: Any) -> Any:
+    """encode in Python: what lib._cells.fvj1_encode must equal, and what runs for the
+    values it leaves (tags other than UNDEFINED and HOLE, escapes, subclasses)."""
     try:
         return _enc(value)
     except RecursionError:
@@ -276,99 +284,10 @@ def _is_plain(v: Any) -> bool:
     return False
 
 
-def decode(obj: Any) -> Any:
-    """The value an fvj1 JSON-compatible object stands for (obj itself when untagged)."""
-    try:
-        return _dec(obj)
-    except RecursionError:
-        raise ValueEncodingError("too-deep", "value is nested too deeply to decode") from None
-
-
-def _dec(v: Any) -> Any:
-    t = type(v)
-    if t is dict:
-        return _dec_dict(v)
-    if t is list:
-        return _dec_list(v)
-    return v
-
-
-def _dec_dict(d: dict[str, Any]) -> Any:
-    changed: dict[str, Any] | None = None
-    for k, v in d.items():
-        if k[:1] == "/":
-            if len(d) != 1:
-                raise ValueEncodingError(
-                    "invalid-fvj1", f"an object mixes the tag {k!r} with other keys"
-                )
-            return _untag(k, v)
-        t = type(v)
-        if t is dict:
-            e = _dec_dict(v)
-        elif t is list:
-            e = _dec_list(v)
-        else:
-            continue
-        if e is not v:
-            if changed is None:
-                changed = {}
-            changed[k] = e
-    if changed is None:
-        return d
-    return {k: changed[k] if k in changed else v for k, v in d.items()}
-
-
-def _dec_list(a: list[Any]) -> Any:
-    changed: dict[int, Any] | None = None
-    for i, v in enumerate(a):
-        t = type(v)
-        if t is dict:
-            e = _dec_dict(v)
-        elif t is list:
-            e = _dec_list(v)
-        else:
-            continue
-        if e is not v:
-            if changed is None:
-                changed = {}
-            changed[i] = e
-    if changed is None:
-        return a
-    return [changed[i] if i in changed else v for i, v in enumerate(a)]
-
-
-_SPECIALS = {"-0": -0.0, "NaN": math.nan, "+Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _untag(tag: str, body: Any) -> Any:
-    if tag == "/quote":
-        if type(body) is not dict:
-            raise ValueEncodingError("invalid-fvj1", "/quote holds an object")
-        link = Link.from_json(body)
-        return body if link is None else link
-    if tag == "/object":
-        if type(body) is not dict:
-            raise ValueEncodingError("invalid-fvj1", "/object holds an object")
-        return {k: _dec(v) for k, v in body.items()}
-    if tag == "/Undefined@1":
-        return UNDEFINED
-    if tag == "/Hole@1":
-        return HOLE
-    if tag == "/BigInt@1":
-        n = int.from_bytes(_unb64(body, tag), "big", signed=True)
-        # a bigint small enough to pass for a number keeps its type
-        return BigInt(n) if -_MAX_SAFE <= n <= _MAX_SAFE else n
-    if tag == "/SpecialNumber@1":
-        if body not in _SPECIALS:
-            raise ValueEncodingError("invalid-fvj1", f"unknown special number {body!r}")
-        return _SPECIALS[body]
-    if tag == "/Bytes@1":
-        return _unb64(body, tag)
-    if tag == "/":
-        link = Link.from_json({"/": body})
-        if link is not None:
-            return link
-    raise ValueEncodingError("invalid-fvj1", f"unknown fvj1 tag {tag!r}")
+_fast_encode = None
+if CELLS is not None:
+    CELLS.set_types(Link, FrozenDict, HOLE, UNDEFINED, _HOLE_TAG, _UNDEFINED_TAG)
+    _fast_encode = CELLS.fvj1_encode
 
 
 def dumps(value: Any) -> str:
@@ -382,38 +301,21 @@ def dumps(value: Any) -> str:
         return json.dumps(encoded, separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueEncodingError(
-        "invalid-fvj1", f"{name} is not JSON; fvj1 writes it as /SpecialNumber@1"
-    )
-
-
-def loads(text: str | bytes) -> Any:
-    """The value of fvj1 JSON text.
-
-    orjson parses what it can (most text: faster, and its object keys are shared
-    between values, which keeps many decoded rows small); what it refuses (an int
-    beyond 64 bits, a lone surrogate escape, NaN, anything malformed) goes to json.loads,
-    which reads the same text as the same value or raises the error below."""
-    try:
-        return decode(orjson.loads(text))
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueEncodingError(
-            "invalid-fvj1", f"not JSON: {exc.msg} at offset {exc.pos}"
-        ) from None
-    return decode(obj)
-
-
 def to_fvj1_string(value: Any) -> str:
     """`fvj1:` + the fvj1 JSON text: a Fabric value held in a string."""
     return PREFIX + dumps(value)
 
 
-def from_fvj1_string(text: str) -> Any:
-    if not text.startswith(PREFIX):
-        raise ValueEncodingError("invalid-fvj1", f"an fvj1 string starts with {PREFIX!r}")
-    return loads(text[len(PREFIX) :])
+_DECODING = frozenset({"decode", "loads", "from_fvj1_string"})
+
+
+def __getattr__(name: str) -> Any:
+    """The decoder's functions, by their old names here (imported on first use, then
+    kept as this module's attributes)."""
+    if name in _DECODING:
+        from lib.fabric import value_decoding
+
+        found = getattr(value_decoding, name)
+        globals()[name] = found
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,650 @@
+/* lib._cells: the per-cell work of writing session graphs, in C.
+ *
+ * Each function does for the common case exactly what a pure-Python reference does,
+ * and raises Unsupported for anything else, so the caller runs the reference for
+ * that value (tests/fabric/test_cells_speedups.py holds the two equal):
+ *
+ *   fvj1_encode(value) -> object
+ *       lib.fabric.values.encode for plain JSON, Links and UNDEFINED / HOLE: the same
+ *       object when nothing needs a tag, else a copy with the tagged parts replaced
+ *       (dicts keep their key order; a FrozenDict always becomes a plain dict copy).
+ *       Unsupported for a key starting with "/", a
+ *       non-str key, an int beyond 2**53, NaN / infinities / -0.0, a subclass of any
+ *       built-in type, a Mapping that is not a dict, bytes, BigInt, nesting deeper than
+ *       MAX_DEPTH: the reference writes those.
+ *   shorten_links(text, head, tail) -> str
+ *       lib.fabric.stored_values: every `head` + 43 base64url characters + `tail` in
+ *       text replaced by U+0001 and the 43 characters (text itself when none is).
+ *   cause_ids(prefix, encodings, suffix) -> list[str]
+ *       "of:fid1:" + unpadded base64url of sha256(prefix + e + suffix) for each e
+ *       (lib.fabric.graph_plan: the IDs of an array's element cells from their causes'
+ *       encodings, one call per array).
+ *   links(ids, space) -> list
+ *       A Link (the registered link type) to each cell ID in space at no path, made as
+ *       values.Link.trusted makes one: its fields set without the class's checks.
+ *   flat_object(value) -> bool
+ *       True when value is a dict whose subtree holds only dicts with str keys and
+ *       str, int, float, bool and None values, all of exact built-in types: no arrays,
+ *       so the planner leaves it as it is.
+ *   stored_keys(ids) -> list
+ *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
+ *       content-derived ID names, any other ID as it is (the SQLite batch insert).
+ *   set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)
+ *       What values.py's encoder knows: the Link class, lib.frozen.FrozenDict (written
+ *       as a plain dict copy, as the reference's dict(v) is), the HOLE and UNDEFINED
+ *       singletons and their tags.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+#define MAX_DEPTH 200
+#define ID_CHARS 43
+
+static PyObject *Unsupported;
+static PyObject *sha256_func;
+static PyTypeObject *link_type;
+static PyTypeObject *frozen_type; /* lib.frozen.FrozenDict: written as a plain dict copy */
+static PyObject *hole, *undefined, *hole_tag, *undefined_tag;
+static PyObject *s_id, *s_space, *s_path, *s_quote, *s_slash, *s_link1, *s_digest;
+
+static PyObject *
+unsupported(const char *what)
+{
+    PyErr_SetString(Unsupported, what);
+    return NULL;
+}
+
+/* ---- fvj1_encode ------------------------------------------------------------------ */
+
+static PyObject *enc_value(PyObject *v, int depth, int in_array);
+
+static PyObject *
+enc_link(PyObject *v)
+{
+    /* {"/quote": {"/": {"link@1": {"id": .., "path": list(path), "space": ..}}}} */
+    PyObject *id = PyObject_GetAttr(v, s_id);
+    PyObject *space = id ? PyObject_GetAttr(v, s_space) : NULL;
+    PyObject *path = space ? PyObject_GetAttr(v, s_path) : NULL;
+    PyObject *path_list = path ? PySequence_List(path) : NULL;
+    PyObject *body = NULL, *inner = NULL, *outer = NULL, *quote = NULL;
+    if (path_list == NULL)
+        goto done;
+    body = PyDict_New();
+    if (body == NULL || PyDict_SetItem(body, s_id, id) < 0 ||
+        PyDict_SetItem(body, s_path, path_list) < 0 || PyDict_SetItem(body, s_space, space) < 0)
+        goto done;
+    inner = PyDict_New();
+    if (inner == NULL || PyDict_SetItem(inner, s_link1, body) < 0)
+        goto done;
+    outer = PyDict_New();
+    if (outer == NULL || PyDict_SetItem(outer, s_slash, inner) < 0)
+        goto done;
+    quote = PyDict_New();
+    if (quote != NULL && PyDict_SetItem(quote, s_quote, outer) < 0)
+        Py_CLEAR(quote);
+done:
+    Py_XDECREF(id);
+    Py_XDECREF(space);
+    Py_XDECREF(path);
+    Py_XDECREF(path_list);
+    Py_XDECREF(body);
+    Py_XDECREF(inner);
+    Py_XDECREF(outer);
+    return quote;
+}
+
+static PyObject *
+enc_dict(PyObject *d, int depth)
+{
+    PyObject *out = NULL, *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k))
+            goto unsupported_key;
+        if (PyUnicode_GET_LENGTH(k) > 0 && PyUnicode_READ_CHAR(k, 0) == '/')
+            goto unsupported_key;
+        Py_INCREF(v); /* the dict may change under a callback; hold what we encode */
+        PyObject *e = enc_value(v, depth, 0);
+        if (e == NULL) {
+            Py_DECREF(v);
+            Py_XDECREF(out);
+            return NULL;
+        }
+        if (e != v) {
+            if (out == NULL && (out = PyDict_Copy(d)) == NULL) {
+                Py_DECREF(e);
+                Py_DECREF(v);
+                return NULL;
+            }
+            if (PyDict_SetItem(out, k, e) < 0) { /* an existing key keeps its place */
+                Py_DECREF(e);
+                Py_DECREF(v);
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        Py_DECREF(e);
+        Py_DECREF(v);
+    }
+    if (out != NULL)
+        return out;
+    Py_INCREF(d);
+    return d;
+unsupported_key:
+    Py_XDECREF(out);
+    return unsupported("a key the reference escapes or refuses");
+}
+
+static PyObject *
+enc_array(PyObject *a, int depth)
+{
+    int is_list = PyList_CheckExact(a);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < (is_list ? PyList_GET_SIZE(a) : PyTuple_GET_SIZE(a)); i++) {
+        PyObject *v = is_list ? PyList_GET_ITEM(a, i) : PyTuple_GET_ITEM(a, i);
+        Py_INCREF(v);
+        PyObject *e = enc_value(v, depth, 1);
+        Py_DECREF(v);
+        if (e == NULL) {
+            Py_XDECREF(out);
+            return NULL;
+        }
+        if (e != v && out == NULL) {
+            /* the reference builds a new list holding the unchanged items as they are */
+            Py_ssize_t n = is_list ? PyList_GET_SIZE(a) : PyTuple_GET_SIZE(a);
+            out = PyList_New(n);
+            if (out == NULL) {
+                Py_DECREF(e);
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < n; j++) {
+                PyObject *x = is_list ? PyList_GET_ITEM(a, j) : PyTuple_GET_ITEM(a, j);
+                Py_INCREF(x);
+                PyList_SET_ITEM(out, j, x);
+            }
+        }
+        if (out != NULL) {
+            if (i >= PyList_GET_SIZE(out)) { /* the list grew meanwhile */
+                Py_DECREF(e);
+                Py_DECREF(out);
+                return unsupported("the list changed while it was encoded");
+            }
+            PyObject *old = PyList_GET_ITEM(out, i);
+            PyList_SET_ITEM(out, i, e); /* steals e */
+            Py_DECREF(old);
+        }
+        else {
+            Py_DECREF(e);
+        }
+    }
+    if (out != NULL) {
+        if (PyList_GET_SIZE(out) != (is_list ? PyList_GET_SIZE(a) : PyTuple_GET_SIZE(a))) {
+            Py_DECREF(out);
+            return unsupported("the list changed while it was encoded");
+        }
+        return out;
+    }
+    Py_INCREF(a);
+    return a;
+}
+
+static PyObject *
+enc_value(PyObject *v, int depth, int in_array)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type || t == &PyBool_Type || v == Py_None) {
+        Py_INCREF(v);
+        return v;
+    }
+    if (t == &PyLong_Type) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return NULL;
+        const long long limit = (long long)1 << 53;
+        if (overflow || x > limit || x < -limit)
+            return unsupported("an int beyond 2**53 is a bigint");
+        Py_INCREF(v);
+        return v;
+    }
+    if (t == &PyFloat_Type) {
+        double d = PyFloat_AS_DOUBLE(v);
+        if (!isfinite(d) || (d == 0.0 && signbit(d)))
+            return unsupported("a special number");
+        Py_INCREF(v);
+        return v;
+    }
+    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) {
+        if (depth >= MAX_DEPTH)
+            return unsupported("nested too deeply for the fast path");
+        return t == &PyDict_Type ? enc_dict(v, depth + 1) : enc_array(v, depth + 1);
+    }
+    if (frozen_type != NULL && t == frozen_type) {
+        /* the reference encodes dict(v): a plain copy, whether or not a tag changed it */
+        if (depth >= MAX_DEPTH)
+            return unsupported("nested too deeply for the fast path");
+        PyObject *e = enc_dict(v, depth + 1);
+        if (e != v)
+            return e;
+        Py_DECREF(e);
+        return PyDict_Copy(v);
+    }
+    if (link_type != NULL && t == link_type)
+        return enc_link(v);
+    if (v == undefined && undefined_tag != NULL) {
+        Py_INCREF(undefined_tag);
+        return undefined_tag;
+    }
+    if (in_array && v == hole && hole_tag != NULL) {
+        Py_INCREF(hole_tag);
+        return hole_tag;
+    }
+    return unsupported("a value outside the fast path");
+}
+
+static PyObject *
+py_fvj1_encode(PyObject *self, PyObject *value)
+{
+    return enc_value(value, 0, 0);
+}
+
+/* ---- flat_object ------------------------------------------------------------------ */
+
+static int
+flat(PyObject *d, int depth)
+{
+    if (depth >= MAX_DEPTH)
+        return 0;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k))
+            return 0; /* the planner sorts keys, and refuses what cannot be sorted */
+        PyTypeObject *t = Py_TYPE(v);
+        if (t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+            t == &PyBool_Type || v == Py_None)
+            continue;
+        if (t == &PyDict_Type && flat(v, depth + 1))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+py_flat_object(PyObject *self, PyObject *value)
+{
+    return PyBool_FromLong(PyDict_CheckExact(value) && flat(value, 0));
+}
+
+/* ---- shorten_links ---------------------------------------------------------------- */
+
+static inline int
+id_char(Py_UCS4 c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_';
+}
+
+static PyObject *
+py_shorten_links(PyObject *self, PyObject *args)
+{
+    PyObject *text, *head, *tail;
+    if (!PyArg_ParseTuple(args, "UUU:shorten_links", &text, &head, &tail))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t nh = PyUnicode_GET_LENGTH(head), nt = PyUnicode_GET_LENGTH(tail);
+    if (nh == 0)
+        return unsupported("an empty head");
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *pieces = NULL;
+    Py_ssize_t pos = 0, last = 0;
+    while (pos + nh <= n) {
+        Py_ssize_t i = PyUnicode_Find(text, head, pos, n, 1);
+        if (i == -2)
+            goto fail;
+        if (i < 0)
+            break;
+        Py_ssize_t j = i + nh;
+        int match = j + ID_CHARS + nt <= n;
+        for (Py_ssize_t c = 0; match && c < ID_CHARS; c++)
+            match = id_char(PyUnicode_READ(kind, data, j + c));
+        if (match) {
+            int m = PyUnicode_Tailmatch(text, tail, j + ID_CHARS, n, -1);
+            if (m < 0)
+                goto fail;
+            match = m;
+        }
+        if (!match) {
+            pos = i + 1;
+            continue;
+        }
+        if (pieces == NULL && (pieces = PyList_New(0)) == NULL)
+            goto fail;
+        PyObject *before = PyUnicode_Substring(text, last, i);
+        PyObject *marker = PyUnicode_FromOrdinal(1);
+        PyObject *idpart = PyUnicode_Substring(text, j, j + ID_CHARS);
+        int bad = before == NULL || marker == NULL || idpart == NULL ||
+                  PyList_Append(pieces, before) < 0 || PyList_Append(pieces, marker) < 0 ||
+                  PyList_Append(pieces, idpart) < 0;
+        Py_XDECREF(before);
+        Py_XDECREF(marker);
+        Py_XDECREF(idpart);
+        if (bad)
+            goto fail;
+        last = pos = j + ID_CHARS + nt;
+    }
+    if (pieces == NULL) {
+        Py_INCREF(text);
+        return text;
+    }
+    PyObject *rest = PyUnicode_Substring(text, last, n);
+    if (rest == NULL || PyList_Append(pieces, rest) < 0) {
+        Py_XDECREF(rest);
+        goto fail;
+    }
+    Py_DECREF(rest);
+    PyObject *empty = PyUnicode_New(0, 0);
+    PyObject *out = empty ? PyUnicode_Join(empty, pieces) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(pieces);
+    return out;
+fail:
+    Py_XDECREF(pieces);
+    return NULL;
+}
+
+/* ---- cause_ids -------------------------------------------------------------------- */
+
+static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static PyObject *
+id_from_digest(const unsigned char *d)
+{
+    /* "of:fid1:" + 43 characters: 32 bytes as unpadded base64url */
+    char out[8 + ID_CHARS];
+    memcpy(out, "of:fid1:", 8);
+    char *p = out + 8;
+    int i = 0;
+    for (; i + 3 <= 30; i += 3) {
+        unsigned v = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+        *p++ = B64URL[(v >> 18) & 63];
+        *p++ = B64URL[(v >> 12) & 63];
+        *p++ = B64URL[(v >> 6) & 63];
+        *p++ = B64URL[v & 63];
+    }
+    unsigned v = (d[30] << 16) | (d[31] << 8); /* the last two bytes: three characters */
+    *p++ = B64URL[(v >> 18) & 63];
+    *p++ = B64URL[(v >> 12) & 63];
+    *p++ = B64URL[(v >> 6) & 63];
+    return PyUnicode_FromStringAndSize(out, 8 + ID_CHARS);
+}
+
+static PyObject *
+py_cause_ids(PyObject *self, PyObject *args)
+{
+    Py_buffer prefix, suffix;
+    PyObject *encodings;
+    if (!PyArg_ParseTuple(args, "y*O!y*:cause_ids", &prefix, &PyList_Type, &encodings, &suffix))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    char *buf = NULL;
+    Py_ssize_t cap = 0;
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(encodings); i++) {
+        PyObject *e = PyList_GET_ITEM(encodings, i);
+        if (!PyBytes_CheckExact(e)) {
+            PyErr_SetString(PyExc_TypeError, "encodings are bytes");
+            goto fail;
+        }
+        Py_ssize_t n = prefix.len + PyBytes_GET_SIZE(e) + suffix.len;
+        if (n > cap) {
+            char *grown = PyMem_Realloc(buf, (size_t)n);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            buf = grown;
+            cap = n;
+        }
+        memcpy(buf, prefix.buf, (size_t)prefix.len);
+        memcpy(buf + prefix.len, PyBytes_AS_STRING(e), (size_t)PyBytes_GET_SIZE(e));
+        memcpy(buf + prefix.len + PyBytes_GET_SIZE(e), suffix.buf, (size_t)suffix.len);
+        PyObject *view = PyMemoryView_FromMemory(buf, n, PyBUF_READ);
+        PyObject *hasher = view ? PyObject_CallOneArg(sha256_func, view) : NULL;
+        Py_XDECREF(view);
+        PyObject *digest = hasher ? PyObject_CallMethodNoArgs(hasher, s_digest) : NULL;
+        Py_XDECREF(hasher);
+        if (digest == NULL)
+            goto fail;
+        if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 32) {
+            Py_DECREF(digest);
+            PyErr_SetString(PyExc_RuntimeError, "sha256 digest is not 32 bytes");
+            goto fail;
+        }
+        PyObject *id = id_from_digest((const unsigned char *)PyBytes_AS_STRING(digest));
+        Py_DECREF(digest);
+        if (id == NULL || PyList_Append(out, id) < 0) {
+            Py_XDECREF(id);
+            goto fail;
+        }
+        Py_DECREF(id);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    PyMem_Free(buf);
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&suffix);
+    return out;
+}
+
+/* ---- links ------------------------------------------------------------------------ */
+
+static PyObject *
+py_links(PyObject *self, PyObject *args)
+{
+    PyObject *ids, *space;
+    if (!PyArg_ParseTuple(args, "O!U:links", &PyList_Type, &ids, &space))
+        return NULL;
+    if (link_type == NULL)
+        return unsupported("no link type registered");
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    PyObject *out = PyList_New(n);
+    PyObject *empty = PyTuple_New(0);
+    if (out == NULL || empty == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *link = link_type->tp_alloc(link_type, 0);
+        if (link == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, link);
+        /* object.__setattr__, as Link.trusted does: the slots, past the frozen guard */
+        if (PyObject_GenericSetAttr(link, s_id, PyList_GET_ITEM(ids, i)) < 0 ||
+            PyObject_GenericSetAttr(link, s_space, space) < 0 ||
+            PyObject_GenericSetAttr(link, s_path, empty) < 0)
+            goto fail;
+    }
+    Py_DECREF(empty);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+/* ---- stored_keys ------------------------------------------------------------------ */
+
+static int
+b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+/* The 32 bytes of a canonical "of:fid1:" + 43-character ID, or NULL with no error set
+ * when id is not one (the last character's two padding bits must be zero). */
+static PyObject *
+stored_key(PyObject *id)
+{
+    if (!PyUnicode_IS_ASCII(id) || PyUnicode_GET_LENGTH(id) != 8 + ID_CHARS)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(id);
+    if (memcmp(s, "of:fid1:", 8) != 0)
+        return NULL;
+    int v[ID_CHARS];
+    for (int i = 0; i < ID_CHARS; i++)
+        if ((v[i] = b64url_value(s[8 + i])) < 0)
+            return NULL;
+    if (v[ID_CHARS - 1] & 3)
+        return NULL;
+    unsigned char out[32];
+    int o = 0, i = 0;
+    for (; i + 4 <= 40; i += 4) {
+        unsigned x = (v[i] << 18) | (v[i + 1] << 12) | (v[i + 2] << 6) | v[i + 3];
+        out[o++] = (x >> 16) & 0xFF;
+        out[o++] = (x >> 8) & 0xFF;
+        out[o++] = x & 0xFF;
+    }
+    unsigned x = (v[40] << 18) | (v[41] << 12) | (v[42] << 6);
+    out[o++] = (x >> 16) & 0xFF;
+    out[o++] = (x >> 8) & 0xFF;
+    return PyBytes_FromStringAndSize((const char *)out, 32);
+}
+
+static PyObject *
+py_stored_keys(PyObject *self, PyObject *ids)
+{
+    if (!PyList_CheckExact(ids)) {
+        PyErr_SetString(PyExc_TypeError, "ids is a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *id = PyList_GET_ITEM(ids, i);
+        if (!PyUnicode_CheckExact(id)) {
+            Py_DECREF(out);
+            return unsupported("a cell ID that is not a str");
+        }
+        PyObject *k = stored_key(id);
+        if (k == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_INCREF(id);
+            k = id;
+        }
+        PyList_SET_ITEM(out, i, k);
+    }
+    return out;
+}
+
+/* ---- module ----------------------------------------------------------------------- */
+
+static PyObject *
+py_set_types(PyObject *self, PyObject *args)
+{
+    PyObject *lt, *ft, *h, *u, *ht, *ut;
+    if (!PyArg_ParseTuple(args, "O!O!OOO!O!:set_types", &PyType_Type, &lt, &PyType_Type, &ft, &h,
+                          &u, &PyDict_Type, &ht, &PyDict_Type, &ut))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)ft, &PyDict_Type)) {
+        PyErr_SetString(PyExc_TypeError, "the frozen type must be a dict subclass");
+        return NULL;
+    }
+    Py_INCREF(ft);
+    Py_XSETREF(frozen_type, (PyTypeObject *)ft);
+    Py_INCREF(lt);
+    Py_INCREF(h);
+    Py_INCREF(u);
+    Py_INCREF(ht);
+    Py_INCREF(ut);
+    Py_XSETREF(link_type, (PyTypeObject *)lt);
+    Py_XSETREF(hole, h);
+    Py_XSETREF(undefined, u);
+    Py_XSETREF(hole_tag, ht);
+    Py_XSETREF(undefined_tag, ut);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"fvj1_encode", py_fvj1_encode, METH_O,
+     "fvj1_encode(value) -> object: values.encode for the common case, else Unsupported."},
+    {"flat_object", py_flat_object, METH_O,
+     "flat_object(value) -> bool: a dict tree of plain scalars only (no arrays)."},
+    {"shorten_links", py_shorten_links, METH_VARARGS,
+     "shorten_links(text, head, tail) -> str: same-space links as U+0001 and the ID."},
+    {"cause_ids", py_cause_ids, METH_VARARGS,
+     "cause_ids(prefix, encodings, suffix) -> list[str]: cell IDs of encoded causes."},
+    {"links", py_links, METH_VARARGS,
+     "links(ids, space) -> list: a Link to each cell ID, as Link.trusted makes one."},
+    {"stored_keys", py_stored_keys, METH_O,
+     "stored_keys(ids) -> list: cell_keys.key of each cell ID."},
+    {"set_types", py_set_types, METH_VARARGS,
+     "set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "lib._cells",
+    "The per-cell work of writing session graphs, in C (see lib/_cells.c).", -1, methods,
+};
+
+#define INTERN(var, text)                                  \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        goto fail;
+
+PyMODINIT_FUNC
+PyInit__cells(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    PyObject *hashlib = PyImport_ImportModule("hashlib");
+    if (hashlib == NULL)
+        goto fail;
+    sha256_func = PyObject_GetAttrString(hashlib, "sha256");
+    Py_DECREF(hashlib);
+    if (sha256_func == NULL)
+        goto fail;
+    INTERN(s_id, "id");
+    INTERN(s_space, "space");
+    INTERN(s_path, "path");
+    INTERN(s_quote, "/quote");
+    INTERN(s_slash, "/");
+    INTERN(s_link1, "link@1");
+    INTERN(s_digest, "digest");
+    Unsupported = PyErr_NewExceptionWithDoc(
+        "lib._cells.Unsupported",
+        "The value is outside the fast path; use the pure-Python reference for it.", NULL, NULL);
+    if (Unsupported == NULL)
+        goto fail;
+    Py_INCREF(Unsupported);
+    if (PyModule_AddObject(m, "Unsupported", Unsupported) < 0) {
+        Py_DECREF(Unsupported);
+        goto fail;
+    }
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,253 @@
+"""The C path of the cell write work (lib._cells) gives exactly the pure-Python
+reference's results: the fvj1 form and text of every value (the hashing tests' values,
+the record fuzzer's, Links and tags), the stored form of value text, the element cell
+IDs and the planned graphs. A user without a compiler gets the same bytes."""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib import _cells  # built by `make install` (pyproject.toml); these tests need it
+from lib.fabric import cell_keys, cell_speedups, graph_plan, sqlite_store, stored_values, values
+from lib.fabric.commit_rules import RowWrite
+from lib.fabric.graph_plan import plan_graph
+from lib.fabric.values import Link, ValueEncodingError
+from lib.frozen import FrozenDict
+from lib.hashing import HOLE, UNDEFINED
+from tests.pipeline.test_record_fuzz import values as fuzz_values
+from tests.support.speedups import compiler_available
+from tests.test_speedups import values as model_values
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACE = "did:key:z6MkSpace"
+OTHER = "did:key:z6MkOther"
+ID = "of:fid1:" + "AbC-_9" * 7 + "A"  # 43 characters after the prefix
+
+links = st.builds(
+    Link,
+    st.sampled_from([ID, "of:x", "of:fid1:short"]),
+    st.sampled_from([SPACE, OTHER, "did:é"]),
+    st.lists(st.text(max_size=3) | st.integers(0, 9), max_size=2).map(tuple),
+)
+cell_values = st.recursive(
+    model_values | links | fuzz_values,
+    lambda inner: st.lists(inner | st.just(HOLE), max_size=4)
+    | st.dictionaries(st.text(max_size=4) | st.sampled_from(["/", "/x", "id", "key"]), inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple),
+    max_leaves=20,
+)
+
+
+def reference_dumps(value) -> str:
+    """values.dumps with the C walk off."""
+    encoded = values.encode_reference(value)
+    try:
+        return orjson.dumps(encoded).decode("utf-8")
+    except TypeError:
+        return values.dumps(value)  # json.dumps's fallback, the same in both
+
+
+class pure_python:
+    """Within: every user of lib._cells takes its pure-Python reference."""
+
+    def __enter__(self):
+        self.saved = (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
+                      graph_plan._flat_object)
+        values._fast_encode = stored_values._shorten = graph_plan.CELLS = None
+        graph_plan._flat_object = None
+
+    def __exit__(self, *exc):
+        (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
+         graph_plan._flat_object) = self.saved
+
+
+def test_the_install_builds_the_extension_wherever_a_compiler_exists():
+    assert cell_speedups.CELLS is not None or not compiler_available()
+
+
+@settings(max_examples=600, deadline=None)
+@given(cell_values)
+def test_the_c_fvj1_walk_gives_the_references_form_or_leaves_the_value_to_it(value):
+    try:
+        expected = values.encode_reference(value)
+    except ValueEncodingError:
+        with pytest.raises(_cells.Unsupported):
+            _cells.fvj1_encode(value)
+        return
+    try:
+        got = _cells.fvj1_encode(value)
+    except _cells.Unsupported:
+        return  # the reference writes this one (values.encode falls back)
+    assert (got is value) == (expected is value)  # plain data is not copied
+    assert type(got) is type(expected)
+    assert got == expected or repr(got) == repr(expected)  # NaN inside compares unequal
+    with pure_python():
+        reference = values.dumps(value)
+    assert values.dumps(value) == reference
+
+
+@settings(max_examples=400, deadline=None)
+@given(fuzz_values)
+def test_the_fuzzers_values_have_the_same_fvj1_text_and_stored_form(value):
+    with pure_python():
+        try:
+            text = values.dumps(value)
+        except ValueEncodingError:
+            with pytest.raises(ValueEncodingError):
+                values.dumps(value)
+            return
+        stored = stored_values.encode(text, SPACE)
+    assert values.dumps(value) == text
+    assert stored_values.encode(text, SPACE) == stored
+
+
+def test_the_common_cell_values_never_leave_the_c_path():
+    link = Link(ID, SPACE)
+    event = {"type": "event_msg", "payload": {"text": "héllo", "n": 1, "x": 1.5, "ok": True,
+                                               "none": None, "items": [1, "a", {"b": []}]}}
+    frozen = FrozenDict({"role": "user", "text": "hi", "meta": FrozenDict({"n": 1})})
+    for value in (event, [link, link], {"events": [link], "u": UNDEFINED}, [1, HOLE, 2], (1, 2),
+                  frozen, [frozen]):
+        _cells.fvj1_encode(value)  # raises Unsupported if it left the fast path
+    for value in ({"/": 1}, 2**60, -0.0, math.nan, b"x", {1: 2}):
+        with pytest.raises(_cells.Unsupported):
+            _cells.fvj1_encode(value)
+
+
+def _texts(rng: random.Random) -> str:
+    head, tail = stored_values._links(SPACE).head, stored_values._links(SPACE).tail
+    parts = []
+    for _ in range(rng.randint(0, 6)):
+        pick = rng.random()
+        body = "".join(rng.choice("AbC-_9é$") for _ in range(43))
+        if pick < 0.3:
+            parts.append(head + ID[len("of:fid1:"):] + tail)
+        elif pick < 0.45:
+            parts.append(head + body + tail)  # sometimes not an ID
+        elif pick < 0.55:
+            parts.append(head + ID[len("of:fid1:"):][: rng.randint(0, 43)] + tail[: rng.randint(0, len(tail))])
+        elif pick < 0.65:
+            parts.append(head[: rng.randint(0, len(head))])
+        elif pick < 0.75:
+            parts.append(head + head + ID[len("of:fid1:"):] + tail)
+        else:
+            parts.append("".join(rng.choice('ab"{}:,é€😀') for _ in range(rng.randint(0, 12))))
+    return "".join(parts)
+
+
+def test_link_shortening_in_c_equals_the_regular_expression():
+    rng = random.Random(14)
+    links_ = stored_values._links(SPACE)
+    changed = 0
+    for _ in range(5000):
+        text = _texts(rng)
+        expected = links_.long.sub("\x01" + r"\1", text)
+        got = _cells.shorten_links(text, links_.head, links_.tail)
+        assert got == expected
+        changed += got != text
+    assert changed > 1000  # the texts did hold links
+
+
+def test_stored_forms_are_the_same_with_and_without_c():
+    rng = random.Random(7)
+    for _ in range(2000):
+        text = orjson.dumps(_texts(rng) * rng.randint(1, 30)).decode()
+        for space in (SPACE, OTHER):
+            with pure_python():
+                expected = stored_values.encode(text, space)
+            assert stored_values.encode(text, space) == expected
+            assert stored_values.decode(expected, space) == text
+
+
+def test_cause_ids_in_c_equal_the_python_ones():
+    rng = random.Random(3)
+    encodings = [bytes(rng.randrange(256) for _ in range(rng.randint(0, 300))) for _ in range(500)]
+    got = _cells.cause_ids(graph_plan._CAUSAL_HEAD, encodings, b"\x00")
+    assert got == [graph_plan._id_of_encoded_cause(e) for e in encodings]
+    assert _cells.cause_ids(b"", [], b"") == []
+
+
+@settings(max_examples=500, deadline=None)
+@given(cell_values)
+def test_flat_object_is_true_exactly_for_array_free_plain_dicts(value):
+    def flat(v) -> bool:
+        return type(v) is dict and all(
+            type(k) is str and (type(x) in (str, int, float, bool, type(None)) or flat(x))
+            for k, x in v.items()
+        )
+
+    assert _cells.flat_object(value) == flat(value)
+
+
+def _planned(root_value) -> list[tuple[str, str, str]]:
+    scope = {"spaceDid": SPACE, "ownerDid": "did:key:owner", "agentConnector": "session-events"}
+    graph = plan_graph({"root": 1}, root_value, scope)
+    return [(c.id, values.dumps(c.cause), values.dumps(c.value)) for c in graph.cells()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(cell_values, max_size=5), st.lists(fuzz_values, max_size=5))
+def test_planned_graphs_are_the_same_with_and_without_c(events, more):
+    root_value = {"events": events, "more": more, "meta": {"nested": {"a": [1, {"id": "x"}]}}}
+    try:
+        with pure_python():
+            expected = _planned(root_value)
+    except Exception as exc:  # a value the planner refuses is refused the same way
+        with pytest.raises(type(exc)):
+            _planned(root_value)
+        return
+    assert _planned(root_value) == expected
+
+
+def test_the_pure_python_switch_turns_the_c_path_off_in_a_new_process():
+    probe = ("from lib.fabric import cell_speedups, values; "
+             "print(cell_speedups.CELLS is None, values._fast_encode is None)")
+    env = {**os.environ, "AGENTCTL_PURE_PYTHON": "1"}
+    off = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert off.stdout.split() == ["True", "True"]
+    env["AGENTCTL_PURE_PYTHON"] = "0"
+    on = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert on.stdout.split() == ["False", "False"]
+
+
+def test_stored_keys_in_c_equal_cell_keys_key():
+    rng = random.Random(5)
+    ids = ["of:fid1:" + base64.urlsafe_b64encode(rng.randbytes(32)).rstrip(b"=").decode() for _ in range(3000)]
+    ids += [i[:-1] + c for i in ids[:300] for c in "AEBFw8x_-"]  # padding bits set or not
+    ids += ["of:fid1:" + "".join(rng.choice("AZaz09-_+/=é") for _ in range(43)) for _ in range(3000)]
+    ids += ["", "x", "of:fid1:", "of:fid2:" + "A" * 43, "of:fid1:" + "A" * 44, "of:fid1:" + "A" * 42]
+    assert _cells.stored_keys(ids) == [cell_keys.key(i) for i in ids]
+
+
+def test_the_batch_insert_orders_rows_as_the_primary_key_does():
+    rng = random.Random(9)
+    ids = ["of:fid1:" + base64.urlsafe_b64encode(rng.randbytes(32)).rstrip(b"=").decode() for _ in range(300)]
+    ids += [f"of:named:{n}" for n in range(50)] + ["zz", "a"]
+    rng.shuffle(ids)
+    writes = [RowWrite(i, None, "1") for i in ids]
+    fast = sqlite_store._in_key_order(writes)
+    saved, sqlite_store._stored_keys = sqlite_store._stored_keys, None
+    try:
+        reference = sqlite_store._in_key_order(writes)
+    finally:
+        sqlite_store._stored_keys = saved
+    assert [(k, w.cell_id) for k, w in fast] == [(k, w.cell_id) for k, w in reference]
+
+
+def test_links_made_in_c_are_the_links_link_trusted_makes():
+    ids = [ID, "of:fid1:" + "z" * 43]
+    made = _cells.links(ids, SPACE)
+    assert made == [Link.trusted(i, SPACE) for i in ids] == [Link(i, SPACE) for i in ids]
+    assert all(type(link) is Link and link.path == () for link in made)
+    assert values.dumps(made) == reference_dumps(made)
