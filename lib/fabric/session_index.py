@@ -251,7 +251,8 @@ def index_values(
             "sessionCount": len(live),
             "olderSessionCount": len(live) - len(recent),
             "sources": [dict(r) for r in source_rows],
-            "sessions": [dict(r) for r in chosen],
+            # a plain row is copied; a packed one (packed_rows.py) is read-only: kept itself
+            "sessions": [dict(r) if type(r) is dict else r for r in chosen],
             "checkouts": [dict(r) for r in checkouts],
         }
 

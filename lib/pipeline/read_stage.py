@@ -22,12 +22,12 @@ from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.records import (
     Item,
     ReadSession,
+    RetainedSummary,
     collection_error_record,
     data_of,
     error_record,
     kind_of,
     source_record,
-    summary_record,
 )
 from lib.pipeline.retain import RetainRule
 from lib.reconcile import CollectionOutcome, SessionReads, SignalSource
@@ -138,7 +138,7 @@ class ReadStage:
         if taken.error is not None:
             yield collection_error_record(self.stage, taken.error)
         elif taken.summary is not None:
-            yield summary_record("retained", source_id, self._git.enrich(taken.summary))
+            yield RetainedSummary(source_id, self._git.enrich(taken.summary))
         else:
             snapshot = taken.snapshot
             assert snapshot is not None

@@ -6,8 +6,9 @@ passes through, unchanged, every record it does not consume. A line that is not 
 record becomes an `error` record naming the line number, and the stream goes on.
 
 Inside one process the stages hand each other items: a record dict, an `InputRecord`
-(a line as read, passed through byte for byte), or a `PreparedSession` (written piece
-by piece, never as one giant string). A `RecordSink` receives what the last stage
+(a line as read, passed through byte for byte), a `ReadSession` or `RetainedSummary`
+(their models as they are), or a `PreparedSession` (written piece by piece, never as
+one giant string). A `RecordSink` receives what the last stage
 produces; `JsonLinesSink` writes it as JSON lines, other sinks (a terminal summary,
 a host) read the items themselves instead of parsing our own output.
 """
@@ -58,7 +59,20 @@ class ReadSession:
         return snapshot_record(self.source_id, self.driver, self.snapshot)
 
 
-Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession
+@dataclass
+class RetainedSummary:
+    """A session retained (not read) in this process: its summary handed to the next
+    stage as it is, not dumped and validated again; a `retained` record only when it
+    leaves the process."""
+
+    source_id: str
+    summary: SessionSummary
+
+    def record(self) -> dict[str, Any]:
+        return summary_record("retained", self.source_id, self.summary)
+
+
+Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession | RetainedSummary
 
 
 def kind_of(item: Item) -> str:
@@ -68,6 +82,8 @@ def kind_of(item: Item) -> str:
         return "snapshot"
     if isinstance(item, PreparedSession):
         return "prepared"
+    if isinstance(item, RetainedSummary):
+        return "retained"
     return item["record"]
 
 
@@ -75,7 +91,7 @@ def data_of(item: Item) -> dict[str, Any]:
     """The record dict of an item (a read session's is built on demand)."""
     if isinstance(item, InputRecord):
         return item.data
-    if isinstance(item, ReadSession):
+    if isinstance(item, ReadSession | RetainedSummary):
         return item.record()
     if isinstance(item, PreparedSession):
         raise TypeError("a prepared session has no record dict")

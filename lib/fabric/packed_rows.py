@@ -1,0 +1,200 @@
+"""An index row a publication holds, packed into one block of bytes (issue 14 goal 4).
+
+A publication holds a row per session from when it observes the session (or reads the
+prior index) until its commit: 25,000 of them for a large collection. As plain dicts
+each one kept a dict, a string per field, its capabilities dict and its manifest link
+alive (about 2.8 KB of small objects), and those long-lived small objects pinned the
+allocator arenas that every session's short-lived objects had shared: the peak grew
+about 6 KB per session. A `PackedRow` keeps the row's fields as one bytes block (JSON by
+orjson, links tagged; pickle for what JSON cannot hold exactly), its previews as the
+lazy stand-in they already were (packed_previews.py), and in memory only what every
+rule reads of every row: the key, the status and the order fields (sourceId shared).
+
+It is a read-only Mapping with the row's exact fields in their order: the rules read it
+as a dict, `dict(row)` / `{**row}` give the plain row back (its previews still the
+stand-in), and the fields are decoded at most once per row in a row of reads (the last
+decoded block is kept). Its value hash is the plain row's (`__fabric_json__`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import PackedPreviews, same_previews
+from lib.fabric.values import Link
+
+_LINK = "\x00link"  # a link's tag in the JSON block (no Fabric value starts a key with NUL)
+_JSON, _PICKLE = b"j", b"p"
+_NO_PREVIEWS = object()
+# the fields every rule reads of every row, held beside the block
+_HELD = {"key": "key", "status": "status", "sourceId": "source_id", "updatedAt": "updated_at",
+         "createdAt": "created_at"}
+_MAX_INT = 2**63
+
+
+class PackedRow(Mapping[str, Any]):
+    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "_block", "_previews")
+
+    key: str
+    status: Any
+    source_id: Any
+    updated_at: Any
+    created_at: Any
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        fields = dict(row)
+        previews = fields.get(PREVIEWS, _NO_PREVIEWS)
+        if previews is not _NO_PREVIEWS:
+            if isinstance(previews, list | tuple):
+                previews = PackedPreviews(previews)
+            fields[PREVIEWS] = None  # its place in the field order; the stand-in is held apart
+        self._previews = previews
+        self._block = _pack(fields)
+        self.key = fields["key"]
+        self.status = _shared(fields.get("status"))
+        self.source_id = _shared(fields.get("sourceId"))
+        self.updated_at = fields.get("updatedAt")
+        self.created_at = fields.get("createdAt")
+
+    def with_previews(self, previews: Any) -> PackedRow:
+        """This row with other previews (the same fields: the block is shared)."""
+        out = object.__new__(PackedRow)
+        for name in PackedRow.__slots__:
+            object.__setattr__(out, name, getattr(self, name))
+        out._previews = previews
+        return out
+
+    # -- Mapping ----------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Any:
+        held = _HELD.get(name)
+        if held is not None:
+            value = getattr(self, held)
+            if value is not None:  # None: absent or null, the block tells
+                return value
+        elif name == PREVIEWS and self._previews is not _NO_PREVIEWS:
+            return self._previews
+        return _fields(self._block)[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return name in _fields(self._block)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_fields(self._block))
+
+    def __len__(self) -> int:
+        return len(_fields(self._block))
+
+    def plain(self) -> dict[str, Any]:
+        """The row as a dict (its previews still whatever stand-in they are)."""
+        out = dict(_fields(self._block))
+        if self._previews is not _NO_PREVIEWS:
+            out[PREVIEWS] = self._previews
+        return out
+
+    def __fabric_json__(self) -> dict[str, Any]:
+        return self.plain()
+
+    def same_as(self, other: PackedRow) -> bool | None:
+        """True when both hold the same packed fields and known-equal previews; None when
+        only their values can tell (JSON blocks of equal fields are equal bytes)."""
+        if self._block == other._block and self._block[:1] == _JSON:
+            if self._previews is other._previews or same_previews(self._previews, other._previews):
+                return True
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedRow):
+            return self.same_as(other) is True or self.plain() == other.plain()
+        if isinstance(other, Mapping):
+            return self.plain() == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedRow({self.plain()!r})"
+
+
+def packed(row: Mapping[str, Any]) -> PackedRow:
+    """`row` packed (itself when it is packed already)."""
+    return row if isinstance(row, PackedRow) else PackedRow(row)
+
+
+def plain_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as a dict a rule may change (a copy)."""
+    return row.plain() if isinstance(row, PackedRow) else dict(row)
+
+
+# -- the block ----------------------------------------------------------------------
+
+
+def _shared(value: Any) -> Any:
+    """A field with few distinct values, as one string object for every row."""
+    return sys.intern(value) if type(value) is str else value
+
+
+def _pack(fields: dict[str, Any]) -> bytes:
+    if all(_json_exact(v) for v in fields.values()):
+        return _JSON + orjson.dumps(
+            {k: _tagged(v) if type(v) is Link else v for k, v in fields.items()}
+        )
+    return _PICKLE + pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _tagged(link: Link) -> dict[str, Any]:
+    return {_LINK: [link.id, link.space, list(link.path)]}
+
+
+def _json_exact(value: Any, top: bool = True) -> bool:
+    """Whether orjson writes `value` so that reading it back gives an equal value of the
+    same types (a link only as a row's own field: only those are tagged)."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return -_MAX_INT <= value < _MAX_INT
+    if t is Link:
+        return top
+    if t is dict:
+        return all(type(k) is str and not k.startswith("\x00") and _json_exact(v, False) for k, v in value.items())
+    if t is list:
+        return all(_json_exact(v, False) for v in value)
+    return False  # floats (NaN would be written as null), tuples, anything else
+
+
+# the last two blocks decoded, newest first: a rule reads several fields of one row in a
+# row, and sync judges the next session (read-ahead) between two reads of this one
+_recent: list[tuple[bytes | None, dict[str, Any]]] = [(None, {}), (None, {})]
+
+
+def _fields(block: bytes) -> dict[str, Any]:
+    """The row's fields, read-only (shared between calls)."""
+    newest, older = _recent
+    if newest[0] is block:
+        return newest[1]
+    if older[0] is block:
+        _recent[0], _recent[1] = older, newest
+        return older[1]
+    if block[:1] == _JSON:
+        fields = orjson.loads(memoryview(block)[1:])
+        for k, v in fields.items():
+            if type(v) is dict and len(v) == 1 and _LINK in v:
+                link_id, space, path = v[_LINK]
+                fields[k] = Link(link_id, space, tuple(path)) if path else Link.trusted(link_id, space)
+    else:
+        fields = pickle.loads(memoryview(block)[1:])
+    _recent[0], _recent[1] = (block, fields), newest
+    return fields
