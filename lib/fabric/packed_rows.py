@@ -147,11 +147,37 @@ def _shared(value: Any) -> Any:
 
 
 def _pack(fields: dict[str, Any]) -> bytes:
-    if all(_json_exact(v) for v in fields.values()):
-        return _JSON + orjson.dumps(
-            {k: _tagged(v) if type(v) is Link else v for k, v in fields.items()}
-        )
-    return _PICKLE + pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    """JSON when reading it back gives equal values of the same types, else pickle."""
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        t = type(v)
+        if t is str or v is None or t is bool or (t is int and -_MAX_INT <= v < _MAX_INT):
+            out[k] = v
+        elif t is Link:
+            out[k] = _tagged(v)
+        elif (t is dict or t is list) and _exact_container(v):
+            out[k] = v
+        else:
+            return _PICKLE + pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    return _JSON + orjson.dumps(out)
+
+
+# Verdicts on containers by their JSON text: a source's capabilities (the same in every
+# row) are walked once. Text holding `null` is walked each time (NaN is written as null).
+_EXACT: dict[bytes, bool] = {}
+
+
+def _exact_container(value: dict[str, Any] | list[Any]) -> bool:
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        return False
+    verdict = _EXACT.get(text)
+    if verdict is None:
+        verdict = _json_exact(value, top=False)
+        if b"null" not in text and len(_EXACT) < 64:
+            _EXACT[text] = verdict
+    return verdict
 
 
 def _tagged(link: Link) -> dict[str, Any]:
@@ -166,13 +192,15 @@ def _json_exact(value: Any, top: bool = True) -> bool:
         return True
     if t is int:
         return -_MAX_INT <= value < _MAX_INT
+    if t is float:
+        return value == value and value not in (float("inf"), float("-inf"))
     if t is Link:
         return top
     if t is dict:
         return all(type(k) is str and not k.startswith("\x00") and _json_exact(v, False) for k, v in value.items())
     if t is list:
         return all(_json_exact(v, False) for v in value)
-    return False  # floats (NaN would be written as null), tuples, anything else
+    return False  # tuples (read back as lists), anything else
 
 
 # the last two blocks decoded, newest first: a rule reads several fields of one row in a

@@ -90,9 +90,16 @@ class PublishedCopies(Mapping[str, PublishedSession]):
 
     def __init__(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
         self._rows = rows
+        self._last: dict[str, PublishedSession] = {}  # a session is judged twice (read-ahead, then read)
 
     def __getitem__(self, key: str) -> PublishedSession:
-        return published_sessions_of((self._rows[key],))[key]
+        copy = self._last.get(key)
+        if copy is None:
+            copy = published_sessions_of((self._rows[key],))[key]
+            if len(self._last) >= 2:
+                del self._last[next(iter(self._last))]
+            self._last[key] = copy
+        return copy
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rows)
