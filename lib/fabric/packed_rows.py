@@ -1,25 +1,31 @@
-"""An index row a publication holds, packed into one block of bytes (issue 14 goal 4).
+"""An index row a publication holds, packed into one block kept on disk (issue 14 goal 4).
 
 A publication holds a row per session from when it observes the session (or reads the
 prior index) until its commit: 25,000 of them for a large collection. As plain dicts
 each one kept a dict, a string per field, its capabilities dict and its manifest link
 alive (about 2.8 KB of small objects), and those long-lived small objects pinned the
 allocator arenas that every session's short-lived objects had shared: the peak grew
-about 6 KB per session. A `PackedRow` keeps the row's fields as one bytes block (JSON by
-orjson, links tagged; pickle for what JSON cannot hold exactly), its previews as the
-lazy stand-in they already were (packed_previews.py), and in memory only what every
-rule reads of every row: the key, the status and the order fields (sourceId shared).
+about 6 KB per session. A `PackedRow` keeps the row's fields as one block (JSON by
+orjson, links tagged; pickle for what JSON cannot hold exactly) appended to an unlinked
+private temporary file, its previews as the lazy stand-in they already were
+(packed_previews.py), and in memory only what every rule reads of every row: the key,
+the status and the order fields (sourceId and status shared between rows).
 
 It is a read-only Mapping with the row's exact fields in their order: the rules read it
-as a dict, `dict(row)` / `{**row}` give the plain row back (its previews still the
-stand-in), and the fields are decoded at most once per row in a row of reads (the last
-decoded block is kept). Its value hash is the plain row's (`__fabric_json__`).
+as a dict, `plain()` / `dict(row)` give the plain row back (its previews still the
+stand-in), and a block is read and decoded at most once for several reads of one row
+(the last two decoded are kept). Its value hash is the plain row's (`__fabric_json__`).
+A container read back from JSON is a list where the row held a tuple (the same Fabric
+value).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -39,7 +45,7 @@ _MAX_INT = 2**63
 
 
 class PackedRow(Mapping[str, Any]):
-    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "_block", "_previews")
+    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "_file", "_at", "_previews")
 
     key: str
     status: Any
@@ -55,12 +61,13 @@ class PackedRow(Mapping[str, Any]):
                 previews = PackedPreviews(previews)
             fields[PREVIEWS] = None  # its place in the field order; the stand-in is held apart
         self._previews = previews
-        self._block = _pack(fields)
-        self.key = fields["key"]
+        self._file, self._at = _store(_pack(fields))
+        # interned: a session's prior row and its new one share these strings
+        self.key = _shared(fields["key"])
         self.status = _shared(fields.get("status"))
         self.source_id = _shared(fields.get("sourceId"))
-        self.updated_at = fields.get("updatedAt")
-        self.created_at = fields.get("createdAt")
+        self.updated_at = _shared(fields.get("updatedAt"))
+        self.created_at = _shared(fields.get("createdAt"))
 
     def with_previews(self, previews: Any) -> PackedRow:
         """This row with other previews (the same fields: the block is shared)."""
@@ -80,7 +87,7 @@ class PackedRow(Mapping[str, Any]):
                 return value
         elif name == PREVIEWS and self._previews is not _NO_PREVIEWS:
             return self._previews
-        return _fields(self._block)[name]
+        return _fields(self._file, self._at)[name]
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
@@ -89,17 +96,17 @@ class PackedRow(Mapping[str, Any]):
             return default
 
     def __contains__(self, name: object) -> bool:
-        return name in _fields(self._block)
+        return name in _fields(self._file, self._at)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(_fields(self._block))
+        return iter(_fields(self._file, self._at))
 
     def __len__(self) -> int:
-        return len(_fields(self._block))
+        return len(_fields(self._file, self._at))
 
     def plain(self) -> dict[str, Any]:
         """The row as a dict (its previews still whatever stand-in they are)."""
-        out = dict(_fields(self._block))
+        out = dict(_fields(self._file, self._at))
         if self._previews is not _NO_PREVIEWS:
             out[PREVIEWS] = self._previews
         return out
@@ -110,7 +117,12 @@ class PackedRow(Mapping[str, Any]):
     def same_as(self, other: PackedRow) -> bool | None:
         """True when both hold the same packed fields and known-equal previews; None when
         only their values can tell (JSON blocks of equal fields are equal bytes)."""
-        if self._block == other._block and self._block[:1] == _JSON:
+        if self._file is other._file and self._at == other._at:
+            same = True  # one block (with_previews)
+        else:
+            mine = _block(self._file, self._at)
+            same = mine[:1] == _JSON and mine == _block(other._file, other._at)
+        if same:
             if self._previews is other._previews or same_previews(self._previews, other._previews):
                 return True
         return None
@@ -142,7 +154,7 @@ def plain_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _shared(value: Any) -> Any:
-    """A field with few distinct values, as one string object for every row."""
+    """A string field as one object wherever it is equal (sys.intern)."""
     return sys.intern(value) if type(value) is str else value
 
 
@@ -203,19 +215,67 @@ def _json_exact(value: Any, top: bool = True) -> bool:
     return False  # tuples (read back as lists), anything else
 
 
-# the last two blocks decoded, newest first: a rule reads several fields of one row in a
+class _BlockFile:
+    """Row blocks appended to an unlinked private temporary file (0600); closed when no
+    row refers to it any more (each row holds its file), or when the process ends."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix="agentctl-rows-", buffering=0)
+        self.end = 0
+        self._lock = threading.Lock()
+
+    def append(self, block: bytes) -> int:
+        with self._lock:
+            offset = self.end
+            os.pwrite(self._file.fileno(), block, offset)
+            self.end += len(block)
+        return offset
+
+    def read(self, offset: int, length: int) -> bytes:
+        return os.pread(self._file.fileno(), length, offset)
+
+
+# Rows of every publication in this process share a file until it holds ROTATE_BYTES;
+# then new rows go to a new one (an old one closes once its last row is gone).
+ROTATE_BYTES = 64 << 20
+_LENGTH = 1 << 24  # a block's place in its file: offset * _LENGTH + length
+_current: _BlockFile | None = None
+_current_lock = threading.Lock()
+
+
+def _store(block: bytes) -> tuple[_BlockFile | None, Any]:
+    """Where `block` is kept: (its file, offset * _LENGTH + length); a block too large
+    for that is kept in memory, (None, block)."""
+    global _current
+    if len(block) >= _LENGTH:
+        return None, block
+    with _current_lock:
+        if _current is None or _current.end >= ROTATE_BYTES:
+            _current = _BlockFile()
+        spill = _current
+    return spill, spill.append(block) * _LENGTH + len(block)
+
+
+def _block(spill: _BlockFile | None, at: Any) -> bytes:
+    if spill is None:
+        return at
+    return spill.read(at // _LENGTH, at % _LENGTH)
+
+
+# the last two rows decoded, newest first: a rule reads several fields of one row in a
 # row, and sync judges the next session (read-ahead) between two reads of this one
-_recent: list[tuple[bytes | None, dict[str, Any]]] = [(None, {}), (None, {})]
+_recent: list[tuple[Any, Any, dict[str, Any]]] = [(None, None, {}), (None, None, {})]
 
 
-def _fields(block: bytes) -> dict[str, Any]:
+def _fields(spill: _BlockFile | None, at: Any) -> dict[str, Any]:
     """The row's fields, read-only (shared between calls)."""
     newest, older = _recent
-    if newest[0] is block:
-        return newest[1]
-    if older[0] is block:
+    if newest[0] is spill and newest[1] == at:
+        return newest[2]
+    if older[0] is spill and older[1] == at:
         _recent[0], _recent[1] = older, newest
-        return older[1]
+        return older[2]
+    block = _block(spill, at)
     if block[:1] == _JSON:
         fields = orjson.loads(memoryview(block)[1:])
         for k, v in fields.items():
@@ -224,5 +284,5 @@ def _fields(block: bytes) -> dict[str, Any]:
                 fields[k] = Link(link_id, space, tuple(path)) if path else Link.trusted(link_id, space)
     else:
         fields = pickle.loads(memoryview(block)[1:])
-    _recent[0], _recent[1] = (block, fields), newest
+    _recent[0], _recent[1] = (spill, at, fields), newest
     return fields

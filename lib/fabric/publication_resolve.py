@@ -28,7 +28,7 @@ from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.source_status import SourceState
 
 
-@dataclass
+@dataclass(slots=True)  # one per observed session, held until the commit
 class Touch:
     source_id: str
     sequence: int
