@@ -20,7 +20,7 @@ from lib.fabric.target import FabricTarget, PublishedSession, published_sessions
 from lib.git_context import GitObservation
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
-from lib.pipeline.records import Item, RetainedSummary, data_of, error_record, kind_of
+from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
 from lib.prepare import PreparedSession
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
@@ -169,7 +169,7 @@ class PublishStage:
                 self._hold(self.publication.add_prepared(prepared))
             elif kind == "source":
                 yield from self._source(data_of(item))
-            elif isinstance(item, RetainedSummary):  # retained in this process: its model as it is
+            elif isinstance(item, SummaryItem) and kind == "retained":  # retained in this process
                 source_id = normalize_source_id(item.source_id)
                 self._begin_implicitly(source_id)
                 self._hold(self.publication.add_retained(source_id, item.summary))

@@ -6,7 +6,7 @@ passes through, unchanged, every record it does not consume. A line that is not 
 record becomes an `error` record naming the line number, and the stream goes on.
 
 Inside one process the stages hand each other items: a record dict, an `InputRecord`
-(a line as read, passed through byte for byte), a `ReadSession` or `RetainedSummary`
+(a line as read, passed through byte for byte), a `ReadSession` or `SummaryItem`
 (their models as they are), or a `PreparedSession` (written piece by piece, never as
 one giant string). A `RecordSink` receives what the last stage
 produces; `JsonLinesSink` writes it as JSON lines, other sinks (a terminal summary,
@@ -60,19 +60,20 @@ class ReadSession:
 
 
 @dataclass
-class RetainedSummary:
-    """A session retained (not read) in this process: its summary handed to the next
-    stage as it is, not dumped and validated again; a `retained` record only when it
-    leaves the process."""
+class SummaryItem:
+    """A `summary` (listed) or `retained` (not read) session made in this process: its
+    validated model handed to the next stage as it is, not dumped and validated again
+    per stage; a record only when it leaves the process."""
 
+    kind: str  # "summary" or "retained"
     source_id: str
     summary: SessionSummary
 
     def record(self) -> dict[str, Any]:
-        return summary_record("retained", self.source_id, self.summary)
+        return summary_record(self.kind, self.source_id, self.summary)
 
 
-Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession | RetainedSummary
+Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession | SummaryItem
 
 
 def kind_of(item: Item) -> str:
@@ -82,8 +83,8 @@ def kind_of(item: Item) -> str:
         return "snapshot"
     if isinstance(item, PreparedSession):
         return "prepared"
-    if isinstance(item, RetainedSummary):
-        return "retained"
+    if isinstance(item, SummaryItem):
+        return item.kind
     return item["record"]
 
 
@@ -91,7 +92,7 @@ def data_of(item: Item) -> dict[str, Any]:
     """The record dict of an item (a read session's is built on demand)."""
     if isinstance(item, InputRecord):
         return item.data
-    if isinstance(item, ReadSession | RetainedSummary):
+    if isinstance(item, ReadSession | SummaryItem):
         return item.record()
     if isinstance(item, PreparedSession):
         raise TypeError("a prepared session has no record dict")
