@@ -107,3 +107,23 @@ def test_many_rows_read_alternately_stay_right():
 def test_packed_is_idempotent():
     held = PackedRow(_row())
     assert packed(held) is held
+
+
+def test_blocks_are_kept_in_a_private_unlinked_file():
+    import os
+    import stat
+
+    held = PackedRow(_row())
+    info = os.fstat(held._file._file.fileno())  # the row's block file
+    assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_nlink == 0
+
+
+def test_a_row_and_the_commit_rules_agree_on_a_packed_row():
+    from lib.fabric import session_index as idx
+
+    held = PackedRow(_row(status="stale"))
+    fresh = idx.with_status(held, "complete")
+    assert type(fresh) is dict and fresh["status"] == "complete" and list(fresh) == list(_row())
+    gone = idx.deleted(held, "2026-02-01T00:00:00Z")
+    assert gone["status"] == "deleted" and gone["deletedAt"] == "2026-02-01T00:00:00Z"
+    assert idx.is_live(held) and idx.row_order(held) == idx.row_order(_row())
