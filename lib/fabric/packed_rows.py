@@ -222,6 +222,7 @@ class _BlockFile:
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(prefix="agentctl-rows-", buffering=0)
         self.end = 0
+        self.pid = os.getpid()  # a forked child appends to a file of its own
         self._lock = threading.Lock()
 
     def append(self, block: bytes) -> int:
@@ -250,7 +251,7 @@ def _store(block: bytes) -> tuple[_BlockFile | None, Any]:
     if len(block) >= _LENGTH:
         return None, block
     with _current_lock:
-        if _current is None or _current.end >= ROTATE_BYTES:
+        if _current is None or _current.end >= ROTATE_BYTES or _current.pid != os.getpid():
             _current = _BlockFile()
         spill = _current
     return spill, spill.append(block) * _LENGTH + len(block)
