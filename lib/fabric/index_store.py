@@ -21,7 +21,8 @@ from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import hydrate_value, read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import StoredPreviews, packed_row, same_previews, unpacked_row
+from lib.fabric.packed_previews import StoredPreviews, same_previews, unpacked_row
+from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.schemas import (
     SESSION_INDEX_ARRAY_SCOPE,
     FabricSchemaError,
@@ -57,7 +58,7 @@ class IndexCells:
 
 @dataclass
 class PriorIndex:
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # packed rows (packed_rows.py)
     sources: list[dict[str, Any]] = field(default_factory=list)
     checkouts: list[dict[str, Any]] = field(default_factory=list)
     generation: int = 0
@@ -145,14 +146,12 @@ def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
                     f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
                     f"{problem}; nothing was published: repair or remove that row",
                 )
-            row = dict(row)
             if stored_previews:
-                row[PREVIEWS] = StoredPreviews(target.store, target.space, link.id)
-            else:
-                packed_row(row)
-            prior.rows[row["key"]] = row
+                row = {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
+            row = PackedRow(row)  # one block: no small object per field outlives the read
+            prior.rows[row.key] = row
             if type(link) is Link:
-                prior.row_links[row["key"]] = link
+                prior.row_links[row.key] = link
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
@@ -297,8 +296,7 @@ def _committed(
     now read from its committed cell: the publication's spill goes with it)."""
     links = graph.root.value["sessions"]
     rows = {
-        row["key"]: {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
-        if PREVIEWS in row and type(link) is Link else row
+        row["key"]: _with_stored_previews(target, packed(row), link)
         for row, link in zip(complete["sessions"], links, strict=True)
     }
     return PriorIndex(
@@ -310,6 +308,16 @@ def _committed(
         ordering=ordering,
         row_links={row["key"]: link for row, link in zip(complete["sessions"], links, strict=True)},
     )
+
+
+def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:
+    """`row` with its previews read from its committed cell (unless they are already)."""
+    previews = row.get(PREVIEWS)
+    if previews is None or type(link) is not Link:
+        return row
+    if isinstance(previews, StoredPreviews) and previews == StoredPreviews(target.store, target.space, link.id):
+        return row
+    return row.with_previews(StoredPreviews(target.store, target.space, link.id))
 
 
 def _plan_index(
@@ -341,7 +349,14 @@ def _roots_unchanged(prior: PriorIndex, graphs: tuple[PlannedGraph, ...]) -> boo
 
 def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
     """Equal as Fabric values; rows copied from the prior row compare by identity, and
-    previews packed from the same text compare without unpacking."""
+    previews packed from the same text compare without unpacking, and so do packed
+    rows of the same fields."""
+    if row is prior:
+        return True
+    if isinstance(row, PackedRow) and isinstance(prior, PackedRow) and row.same_as(prior):
+        return True
+    row = row.plain() if isinstance(row, PackedRow) else row
+    prior = prior.plain() if isinstance(prior, PackedRow) else prior
     if row.keys() != prior.keys():
         return False
     if all(row[k] is prior[k] for k in row):

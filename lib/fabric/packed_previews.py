@@ -152,11 +152,12 @@ def packed_row(row: dict[str, Any], spill: PreviewSpill | None = None) -> dict[s
 
 
 def unpacked_row(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The plain row (a copy when its previews were a stand-in, else `row` itself)."""
+    """The plain row (a copy when its previews were a stand-in or it is not a dict, a
+    packed row (packed_rows.py), else `row` itself)."""
     previews = row.get(FIELD)
     if isinstance(previews, LazyPreviews):
         return {**row, FIELD: previews.unpack()}
-    return row
+    return row if type(row) is dict else dict(row)
 
 
 def same_previews(a: Any, b: Any) -> bool | None:

@@ -24,15 +24,21 @@ from typing import Any, Literal
 from lib.fabric import session_index as idx
 from lib.fabric.index_store import PriorIndex
 from lib.fabric.ordering import OrderingState
+from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.source_status import SourceState
 
 
-@dataclass
+@dataclass(slots=True)  # one per observed session, held until the commit
 class Touch:
     source_id: str
     sequence: int
     kind: Literal["row", "partial", "keep"]
-    row: dict[str, Any] | None = None
+    row: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # held until the commit: one packed block per row, not a dict of small objects
+        if self.row is not None:
+            self.row = packed(self.row)
 
 
 @dataclass
@@ -66,7 +72,7 @@ GUARD_DELETIONS = DeletionGuard()
 
 @dataclass
 class Resolution:
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # packed rows (packed_rows.py)
     source_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     recorded: OrderingState = field(default_factory=OrderingState)
     status_changes: dict[str, str] = field(default_factory=dict)  # untouched rows only
@@ -97,19 +103,24 @@ def resolve(
     # Rows of sources this publication did not collect in full (other sources, targeted
     # refreshes) stay as they are: only an inventory verdict changes them.
     for key, row in prior.rows.items():
-        out.rows.setdefault(key, dict(row))
+        out.rows.setdefault(key, _kept(row))
     return out
+
+
+def _kept(row: Mapping[str, Any]) -> PackedRow:
+    """A row kept as it is: a packed row is read-only, so it is kept itself, not copied."""
+    return packed(row)
 
 
 def _touched_row(
     fresh: Mapping[str, Any] | None, key: str, touch: Touch, ordering: OrderingState
-) -> dict[str, Any] | None:
+) -> Mapping[str, Any] | None:
     """The row of a session this publication observed, or the fresh row it must keep."""
-    kept = dict(fresh) if fresh is not None else None
+    kept = _kept(fresh) if fresh is not None else None
     if touch.kind == "keep" or ordering.keeps_newer(key, touch.sequence):
         return kept
     if touch.kind == "partial":
-        return idx.with_status(fresh, "partial") if fresh is not None else None
+        return packed(idx.with_status(fresh, "partial")) if fresh is not None else None
     live = fresh is not None and idx.is_live(fresh)
     if not ordering.may_add(touch.source_id, touch.sequence, has_live_row=live):
         return kept
@@ -147,13 +158,13 @@ def _judge_untouched(
         if row["sourceId"] != source.source_id or key in touches:
             continue
         if inventory_complete and row["nativeSessionId"] not in listed and ordering.may_delete(key, source.sequence):
-            out.rows[key] = idx.deleted(row, verdict.observed_at)
+            out.rows[key] = packed(idx.deleted(row, verdict.observed_at))
             if row.get("status") != "deleted":
                 out.recorded.record_session(key, source.sequence)
         elif ordering.keeps_newer(key, source.sequence):
-            out.rows[key] = dict(row)  # a newer observation has it: keep it whole
+            out.rows[key] = _kept(row)  # a newer observation has it: keep it whole
         else:
-            out.rows[key] = idx.untouched(row, preserve_status=preserve)
+            out.rows[key] = packed(idx.untouched(row, preserve_status=preserve))
         if out.rows[key]["status"] != row.get("status"):
             out.status_changes[key] = out.rows[key]["status"]
     if inventory_complete:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lib.fabric.packed_rows import PackedRow
 from lib.fabric.schemas import SESSION_INDEX_SCHEMA
 from lib.fabric.values import Link
 from lib.git_context import GitMetadata
@@ -47,7 +48,10 @@ def normalized_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 def with_git(summary: Mapping[str, Any], metadata: GitMetadata | None) -> dict[str, Any]:
     """A copy carrying the observed checkout (GitMetadata's one rule); no observation
     leaves the fields as they are."""
-    return {**summary, **metadata.summary_fields()} if metadata is not None else dict(summary)
+    out = _copy(summary)
+    if metadata is not None:
+        out.update(metadata.summary_fields())
+    return out
 
 
 def recent_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -98,6 +102,11 @@ def refreshed_row(
     return out
 
 
+def _copy(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain dict copy (a packed row, packed_rows.py, decoded once, not field by field)."""
+    return row.plain() if isinstance(row, PackedRow) else dict(row)
+
+
 # -- synchronization statuses ----------------------------------------------------------
 
 
@@ -108,7 +117,7 @@ def read_status(complete: bool) -> str:
 
 def with_status(row: Mapping[str, Any], status: str) -> dict[str, Any]:
     """row with a live status (deletedAt only belongs to deleted rows)."""
-    out = dict(row)
+    out = _copy(row)
     out["status"] = status
     out.pop("deletedAt", None)
     return out
@@ -117,8 +126,8 @@ def with_status(row: Mapping[str, Any], status: str) -> dict[str, Any]:
 def deleted(row: Mapping[str, Any], at: str) -> dict[str, Any]:
     """A row a complete inventory no longer lists; an already deleted row keeps its time."""
     if row.get("status") == "deleted" and row.get("deletedAt"):
-        return dict(row)
-    out = dict(row)
+        return _copy(row)
+    out = _copy(row)
     out.update(status="deleted", deletedAt=at)
     return out
 
@@ -129,7 +138,7 @@ def untouched(row: Mapping[str, Any], *, preserve_status: bool) -> dict[str, Any
     Deleted rows stay deleted either way: nothing observed them again.
     """
     if preserve_status or row.get("status") == "deleted":
-        return dict(row)
+        return _copy(row)
     return with_status(row, "stale")
 
 
@@ -251,7 +260,8 @@ def index_values(
             "sessionCount": len(live),
             "olderSessionCount": len(live) - len(recent),
             "sources": [dict(r) for r in source_rows],
-            "sessions": [dict(r) for r in chosen],
+            # a plain row is copied; a packed one (packed_rows.py) is read-only: kept itself
+            "sessions": [dict(r) if type(r) is dict else r for r in chosen],
             "checkouts": [dict(r) for r in checkouts],
         }
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lib.drivers.base import AgentDriver
-from lib.pipeline.records import collection_error_record, source_record, summary_record
+from lib.pipeline.records import SummaryItem, collection_error_record, source_record
 from lib.reconcile import SignalSource, stream_source
 
 
@@ -26,7 +26,7 @@ def list_source(
     stream = stream_source(driver, signal, retain=lambda _summary: True)
     for item in stream:
         if item.kind == "retained" and item.summary is not None:
-            yield summary_record("summary", driver.source.id, item.summary)
+            yield SummaryItem("summary", driver.source.id, item.summary)  # a record when it leaves
         elif item.error is not None:
             yield collection_error_record("list", item.error)
     if driver.source.to_wire()["capabilities"] != first["source"]["capabilities"]:

@@ -8,19 +8,19 @@ every earlier stage: `summary` records are read, `snapshot` records are prepared
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from lib.errors import CodedError
 from lib.fabric.publication import Publication
-from lib.fabric.publication_results import PublicationError, PublicationSummary
+from lib.fabric.publication_results import PublicationError, PublicationSummary, PublishedOutcome
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
 from lib.git_context import GitObservation
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
-from lib.pipeline.records import Item, data_of, error_record, kind_of
+from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
 from lib.prepare import PreparedSession
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
@@ -69,9 +69,10 @@ class PublicationSlot:
     def begin_session_observation(self) -> int:
         return self._target.begin_session_observation()
 
-    def published_sessions(self) -> dict[str, PublishedSession]:
-        """The published copies as this publication read them, under the publish lock."""
-        return published_sessions_of(self.publication.prior.rows.values())
+    def published_sessions(self) -> Mapping[str, PublishedSession]:
+        """The published copies as this publication read them, under the publish lock
+        (each built when the retain rule asks for it: nothing per row is held)."""
+        return PublishedCopies(self.publication.prior.rows)
 
     def commit(self) -> PublicationSummary:
         summary = self.publication.commit()
@@ -82,6 +83,29 @@ class PublicationSlot:
         if self._publication is not None:
             self._publication.close()  # an unfinished publication commits nothing
             self._publication = None
+
+
+class PublishedCopies(Mapping[str, PublishedSession]):
+    """A publication's prior rows as published copies, each made when looked up."""
+
+    def __init__(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+        self._rows = rows
+        self._last: dict[str, PublishedSession] = {}  # a session is judged twice (read-ahead, then read)
+
+    def __getitem__(self, key: str) -> PublishedSession:
+        copy = self._last.get(key)
+        if copy is None:
+            copy = published_sessions_of((self._rows[key],))[key]
+            if len(self._last) >= 2:
+                del self._last[next(iter(self._last))]
+            self._last[key] = copy
+        return copy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 class PublishStage:
@@ -103,7 +127,8 @@ class PublishStage:
         # `published` records wait for the commit: a session is published only once the
         # index that reaches it is committed (a failed commit publishes nothing). Small
         # (key, action, status), like the index rows the publication holds anyway.
-        self._published: list[dict[str, Any]] = []
+        # Held as (key, action, status) tuples, the record made when it is yielded.
+        self._published: list[tuple[str, str, str | None]] = []
 
     @property
     def publication(self) -> Publication:
@@ -117,7 +142,8 @@ class PublishStage:
         for out in self._inner.finish():
             yield from self._publish(out)
         self.summary = self._slot.commit()
-        yield from self._published
+        for key, action, status in self._published:
+            yield published_record({"key": key, "action": action, "status": status})
         self._published.clear()
         for change in self.summary.status_changes:  # rows the verdicts marked deleted or stale
             yield published_record(change.to_wire())
@@ -136,13 +162,17 @@ class PublishStage:
         try:
             if isinstance(item, PreparedSession):
                 self._begin_implicitly(item.source_id)
-                self._published.append(published_record(self.publication.add_prepared(item).to_wire()))
+                self._hold(self.publication.add_prepared(item))
             elif kind == "prepared":
                 prepared = PreparedSession.from_record(data_of(item))
                 self._begin_implicitly(prepared.source_id)
-                self._published.append(published_record(self.publication.add_prepared(prepared).to_wire()))
+                self._hold(self.publication.add_prepared(prepared))
             elif kind == "source":
                 yield from self._source(data_of(item))
+            elif isinstance(item, SummaryItem) and kind == "retained":  # retained in this process
+                source_id = normalize_source_id(item.source_id)
+                self._begin_implicitly(source_id)
+                self._hold(self.publication.add_retained(source_id, item.summary))
             elif kind == "retained":
                 self._retained(data_of(item))
             elif kind == "error":
@@ -166,6 +196,9 @@ class PublishStage:
                 first_error(exc) if isinstance(exc, ValidationError) else getattr(exc, "message", None) or str(exc),
                 source_id=data.get("sourceId"), native_session_id=data.get("nativeSessionId"),
             )
+
+    def _hold(self, outcome: PublishedOutcome) -> None:
+        self._published.append((outcome.key, outcome.action, outcome.status))
 
     def _source(self, data: dict[str, Any]) -> Iterator[Item]:
         descriptor = SourceDescriptor.model_validate(data.get("source"))
@@ -192,7 +225,7 @@ class PublishStage:
         source_id = normalize_source_id(str(data.get("sourceId", "")))
         summary = SessionSummary.model_validate(data.get("summary"))
         self._begin_implicitly(source_id)
-        self._published.append(published_record(self.publication.add_retained(source_id, summary).to_wire()))
+        self._hold(self.publication.add_retained(source_id, summary))
 
     def _error(self, data: dict[str, Any]) -> None:
         # A session that failed to be read or prepared is a failed read of that session

@@ -17,12 +17,11 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from pydantic import ValidationError
 
 from lib.drivers.base import AgentDriver
-from lib.pipeline.records import Item, data_of, kind_of
+from lib.pipeline.records import Item, SummaryItem, data_of, kind_of
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
 _END = object()
@@ -85,7 +84,7 @@ class _Worker:
 
 class ReadAhead:
     def __init__(self) -> None:
-        self._upcoming: dict[str, Any] | None = None
+        self._upcoming: Item | None = None  # the next item when it is a summary
         self._pending: _PendingRead | None = None
         self._worker: _Worker | None = None
         self.started = 0  # reads begun ahead (for tests and the bench)
@@ -97,7 +96,7 @@ class ReadAhead:
         current = next(iterator, _END)
         while current is not _END:
             following = next(iterator, _END)
-            self._upcoming = data_of(following) if following is not _END and kind_of(following) == "summary" else None
+            self._upcoming = following if following is not _END and kind_of(following) == "summary" else None
             yield current
             current = following
         self._upcoming = None
@@ -108,12 +107,17 @@ class ReadAhead:
         upcoming, self._upcoming = self._upcoming, None
         if upcoming is None or self._pending is not None:
             return
-        if normalize_source_id(str(upcoming.get("sourceId", ""))) != source_id:
+        if isinstance(upcoming, SummaryItem):  # listed in this process: its model as it is
+            upcoming_source, summary = upcoming.source_id, upcoming.summary
+        else:
+            data = data_of(upcoming)
+            upcoming_source = str(data.get("sourceId", ""))
+            try:
+                summary = SessionSummary.model_validate(data.get("summary"))
+            except ValidationError:
+                return  # the read stage reports it
+        if normalize_source_id(upcoming_source) != source_id:
             return
-        try:
-            summary = SessionSummary.model_validate(upcoming.get("summary"))
-        except ValidationError:
-            return  # the read stage reports it
         if not will_read(summary):
             return
         session_id = summary.native_session_id

@@ -22,12 +22,12 @@ from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.records import (
     Item,
     ReadSession,
+    SummaryItem,
     collection_error_record,
     data_of,
     error_record,
     kind_of,
     source_record,
-    summary_record,
 )
 from lib.pipeline.retain import RetainRule
 from lib.reconcile import CollectionOutcome, SessionReads, SignalSource
@@ -60,7 +60,9 @@ class ReadStage:
 
     def handle(self, item: Item) -> Iterator[Item]:
         kind = kind_of(item)
-        if kind == "summary":
+        if isinstance(item, SummaryItem) and kind == "summary":  # listed in this process: valid
+            yield from self._read(normalize_source_id(item.source_id), item.summary)
+        elif kind == "summary":
             yield from self._handle_summary(data_of(item))
         elif kind == "outcome" and data_of(item).get("stage") == "list":
             joined = self._joined_outcome(data_of(item))
@@ -138,7 +140,7 @@ class ReadStage:
         if taken.error is not None:
             yield collection_error_record(self.stage, taken.error)
         elif taken.summary is not None:
-            yield summary_record("retained", source_id, self._git.enrich(taken.summary))
+            yield SummaryItem("retained", source_id, self._git.enrich(taken.summary))
         else:
             snapshot = taken.snapshot
             assert snapshot is not None

@@ -6,8 +6,9 @@ passes through, unchanged, every record it does not consume. A line that is not 
 record becomes an `error` record naming the line number, and the stream goes on.
 
 Inside one process the stages hand each other items: a record dict, an `InputRecord`
-(a line as read, passed through byte for byte), or a `PreparedSession` (written piece
-by piece, never as one giant string). A `RecordSink` receives what the last stage
+(a line as read, passed through byte for byte), a `ReadSession` or `SummaryItem`
+(their models as they are), or a `PreparedSession` (written piece by piece, never as
+one giant string). A `RecordSink` receives what the last stage
 produces; `JsonLinesSink` writes it as JSON lines, other sinks (a terminal summary,
 a host) read the items themselves instead of parsing our own output.
 """
@@ -58,7 +59,21 @@ class ReadSession:
         return snapshot_record(self.source_id, self.driver, self.snapshot)
 
 
-Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession
+@dataclass
+class SummaryItem:
+    """A `summary` (listed) or `retained` (not read) session made in this process: its
+    validated model handed to the next stage as it is, not dumped and validated again
+    per stage; a record only when it leaves the process."""
+
+    kind: str  # "summary" or "retained"
+    source_id: str
+    summary: SessionSummary
+
+    def record(self) -> dict[str, Any]:
+        return summary_record(self.kind, self.source_id, self.summary)
+
+
+Item = dict[str, Any] | InputRecord | ReadSession | PreparedSession | SummaryItem
 
 
 def kind_of(item: Item) -> str:
@@ -68,6 +83,8 @@ def kind_of(item: Item) -> str:
         return "snapshot"
     if isinstance(item, PreparedSession):
         return "prepared"
+    if isinstance(item, SummaryItem):
+        return item.kind
     return item["record"]
 
 
@@ -75,7 +92,7 @@ def data_of(item: Item) -> dict[str, Any]:
     """The record dict of an item (a read session's is built on demand)."""
     if isinstance(item, InputRecord):
         return item.data
-    if isinstance(item, ReadSession):
+    if isinstance(item, ReadSession | SummaryItem):
         return item.record()
     if isinstance(item, PreparedSession):
         raise TypeError("a prepared session has no record dict")

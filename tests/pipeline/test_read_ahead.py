@@ -10,7 +10,7 @@ from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
 from lib.pipeline.read_stage import ReadSession, ReadStage
-from lib.pipeline.records import kind_of
+from lib.pipeline.records import data_of, kind_of
 from tests.fabric.target_helpers import snapshot
 from tests.support.scripted_driver import ScriptedDriver
 
@@ -73,7 +73,7 @@ def test_a_session_the_retain_rule_keeps_is_not_read_ahead_fake(tmp_path) -> Non
     stage.close()
     pool.close()
     assert driver.calls_of("read") == [("read", "s1"), ("read", "s3")]
-    assert [o["summary"]["nativeSessionId"] for o in out if kind_of(o) == "retained"] == ["s2"]
+    assert [data_of(o)["summary"]["nativeSessionId"] for o in out if kind_of(o) == "retained"] == ["s2"]
     assert [o.snapshot.summary.native_session_id for o in out if isinstance(o, ReadSession)] == ["s1", "s3"]
 
 
