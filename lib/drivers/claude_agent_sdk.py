@@ -212,17 +212,14 @@ class ClaudeAgentSdkDriver(AgentDriver):
     def _summaries(self, infos: list[Any], owned: set[str]) -> list[SessionSummary]:
         """The infos' summaries, validated as one list; each session's directory is noted
         for its prompts."""
-        fields = []
-        desktop = self._desktop
         with self._lock:
             for info in infos:
-                session_id, cwd = info.session_id, info.cwd
-                if isinstance(cwd, str) and cwd:
-                    self._directories.setdefault(str(session_id), cwd)
-        for info in infos:
-            started_as = desktop.started_as(info) if desktop is not None else None
-            fields.append(summary_fields(info, active=info.session_id in owned, started_as=started_as))
-        return summaries(fields)
+                if isinstance(info.cwd, str) and info.cwd:
+                    self._directories.setdefault(str(info.session_id), info.cwd)
+        desktop = self._desktop
+        return summaries([summary_fields(info, active=info.session_id in owned,
+                                         started_as=desktop.started_as(info) if desktop is not None else None)
+                          for info in infos])
 
     # -- commands --------------------------------------------------------------------
 
