@@ -42,7 +42,13 @@ from lib.drivers.claude_options import (
 )
 from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, PendingPrompt
 from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
-from lib.drivers.claude_sessions import message_events, normalized_rows, summary_from_info
+from lib.drivers.claude_sessions import (
+    message_events,
+    normalized_rows,
+    snapshot,
+    summaries,
+    summary_fields,
+)
 from lib.types import (
     AgentSourceConfig,
     CommandExecutionOptions,
@@ -51,6 +57,7 @@ from lib.types import (
     NativeSessionSnapshot,
     PromptInput,
     SessionPage,
+    SessionSummary,
     SourceDescriptor,
     StartInput,
 )
@@ -156,7 +163,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
                 self._listing.replace(infos)
                 infos = infos[: self.page_size + 1]
         page = infos[: self.page_size]
-        sessions = [self._summary(info, active=info.session_id in owned) for info in page]
+        sessions = self._summaries(page, owned)
         self._listing.listed(sessions)
         more = len(infos) > self.page_size
         if not more:
@@ -168,10 +175,14 @@ class ClaudeAgentSdkDriver(AgentDriver):
         active = native_session_id in self._prompts.running_sessions()  # sampled when the read starts
         directory = self.config.cwd
         listed = self._listing.take_summary(native_session_id)
-        if listed is not None:  # a copy: the listing's caller holds the same object
-            summary = listed.model_copy(update={"active": True if active else None})
-        else:
+        if listed is None:
             summary = self._summary(self._session_info(native_session_id), active=active)
+        elif listed.active == (True if active else None):
+            # The listed summary itself: built and validated by this driver from the same
+            # information, and no caller changes a summary in place (they copy to enrich).
+            summary = listed
+        else:
+            summary = listed.model_copy(update={"active": True if active else None})
         messages = self._provider_call(
             "get_session_messages", lambda: adapter.get_session_messages(native_session_id, directory)
         )
@@ -180,12 +191,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
             # the SDK's information says which.
             summary = self._summary(self._session_info(native_session_id), active=active)
         events = message_events(messages)
-        return NativeSessionSnapshot(  # validates the normalized messages too: once per read
-            summary=summary,
-            events=events,
-            normalized_messages=normalized_rows(events),
-            complete=True,
-        )
+        return snapshot(summary, events, normalized_rows(events))  # validates the messages too
 
     def _session_info(self, native_session_id: str) -> Any:
         """The SDK's information about a session; `session-not-found` when it has none."""
@@ -201,11 +207,19 @@ class ClaudeAgentSdkDriver(AgentDriver):
         return info
 
     def _summary(self, info: Any, *, active: bool):
-        if isinstance(info.cwd, str) and info.cwd:
-            with self._lock:
-                self._directories.setdefault(str(info.session_id), info.cwd)
-        started_as = self._desktop.started_as(info) if self._desktop is not None else None
-        return summary_from_info(info, active=active, started_as=started_as)
+        return self._summaries([info], {info.session_id} if active else set())[0]
+
+    def _summaries(self, infos: list[Any], owned: set[str]) -> list[SessionSummary]:
+        """The infos' summaries, validated as one list; each session's directory is noted
+        for its prompts."""
+        with self._lock:
+            for info in infos:
+                if isinstance(info.cwd, str) and info.cwd:
+                    self._directories.setdefault(str(info.session_id), info.cwd)
+        desktop = self._desktop
+        return summaries([summary_fields(info, active=info.session_id in owned,
+                                         started_as=desktop.started_as(info) if desktop is not None else None)
+                          for info in infos])
 
     # -- commands --------------------------------------------------------------------
 

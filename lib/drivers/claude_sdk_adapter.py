@@ -56,6 +56,40 @@ def _with_environment(name: str, value: str | None, function: Callable[..., _T],
                 environ[name] = previous
 
 
+class _VariableSwitch:
+    """`_with_environment` for one variable and value, doing what `os.environ`'s own
+    methods do (the C environment through `putenv`/`unsetenv`, and the mapping's encoded
+    items) without their Python layers: `os.environ.get` of an absent variable raises and
+    catches a KeyError inside, and the whole switch through the mapping cost four times
+    this, once per read. Where `os.environ` is not CPython's `os._Environ` (no `_data`
+    dict of encoded items), it goes through the mapping as above."""
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name, self.value = name, value
+        self._key, self._encoded = os.environ.encodekey(name), os.environ.encodevalue(value)
+
+    def call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        data = getattr(os.environ, "_data", None)
+        if type(data) is not dict:
+            return _with_environment(self.name, self.value, function, *args, **kwargs)
+        key, value = self._key, self._encoded
+        with _ENVIRONMENT_LOCK:
+            previous = data.get(key)
+            if previous == value:  # already so (the lock keeps it so): nothing to set or put back
+                return function(*args, **kwargs)
+            os.putenv(key, value)
+            data[key] = value
+            try:
+                return function(*args, **kwargs)
+            finally:
+                if previous is None:
+                    os.unsetenv(key)
+                    data.pop(key, None)
+                else:
+                    os.putenv(key, previous)
+                    data[key] = previous
+
+
 class ClaudeSdkAdapter:
     """The SDK operations the driver uses, each given the source's configuration directory.
 
@@ -75,10 +109,13 @@ class ClaudeSdkAdapter:
             ) from None
         self._sdk = claude_agent_sdk
         self.config_dir = config_dir
+        self._switch = _VariableSwitch(CONFIG_DIR_VARIABLE, config_dir) if config_dir is not None else None
         self.cli_version: str | None = __cli_version__
 
     def _call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        return _with_environment(CONFIG_DIR_VARIABLE, self.config_dir, function, *args, **kwargs)
+        if self._switch is None:
+            return function(*args, **kwargs)
+        return self._switch.call(function, *args, **kwargs)
 
     # -- session functions (synchronous) ---------------------------------------------
 

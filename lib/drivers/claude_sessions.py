@@ -3,8 +3,9 @@ as native events and normalized messages. Pure mapping, no SDK calls.
 
 Every read of every session passes through here, so the mapping is written for speed
 (tests/bench/claude_bench.py holds it to the SDK's own functions in a bare loop): records
-copied through their `__dict__`, normalized messages validated as one list, times
-formatted by integer arithmetic. Outputs are exactly those of the plain versions.
+taken through their `__dict__`, normalized messages validated with their snapshot and a
+page's summaries as one list, times formatted by integer arithmetic. Outputs are exactly
+those of the plain versions.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from pydantic import TypeAdapter
 
 from lib.drivers.base import DriverError
 from lib.drivers.codex_threads import iso_time
-from lib.types import NormalizedMessage, SessionSummary, preview
+from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary, preview
 
 # Claude records `gitBranch: "HEAD"` outside a repository and on a detached HEAD: no branch.
 NO_BRANCH = "HEAD"
 
-# One validation for a read's messages instead of one per message.
+# One validation for a read's messages, or a page's summaries, instead of one per item
+# (a model's own constructor adds a Python call to each).
 _MESSAGES = TypeAdapter(list[NormalizedMessage])
+_SUMMARIES = TypeAdapter(list[SessionSummary])
+_SNAPSHOT = TypeAdapter(NativeSessionSnapshot)
 
 # `_iso_ms` formats integer milliseconds from 1e11 (1973) up to 2**32 seconds (2106):
 # there `iso_time`'s float division is exact to the microsecond, so both agree.
@@ -32,8 +36,11 @@ _MS_FLOOR = 100_000_000_000
 _MS_CEILING = 2**32 * 1000
 _DAY_MS = 86_400_000
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-_PADDED = tuple(f"{n:02}" for n in range(60))  # formatting an int is most of the cost
+# Formatting an int is most of the cost: the pieces are looked up instead.
+_PADDED = tuple(f"{n:02}" for n in range(60))
 _PADDED_MS = tuple(f"{n:03}" for n in range(1000))
+_HOURS_MINUTES = tuple(f"{h:02}:{m:02}" for h in range(24) for m in range(60))
+_DAYS: dict[int, str] = {}
 
 
 def _first_line(text: Any) -> str | None:
@@ -46,42 +53,58 @@ def _first_line(text: Any) -> str | None:
 
 
 def summary_from_info(info: Any, *, active: bool = False, started_as: str | None = None) -> SessionSummary:
-    """An `SDKSessionInfo` as a summary. Title: the session's title (the user's, else the
-    one Claude generated), else the SDK's display summary (last prompt, else first)."""
-    raw = _plain(info)
-    branch = info.git_branch if isinstance(info.git_branch, str) and info.git_branch != NO_BRANCH else None
+    """An `SDKSessionInfo` as a summary (`summary_fields`, validated)."""
+    return _SUMMARIES.validate_python([summary_fields(info, active=active, started_as=started_as)])[0]
+
+
+def summaries(fields: list[dict[str, Any]]) -> list[SessionSummary]:
+    """A page's `summary_fields`, validated as one list (cheaper than one call each)."""
+    return _SUMMARIES.validate_python(fields)
+
+
+def summary_fields(info: Any, *, active: bool = False, started_as: str | None = None) -> dict[str, Any]:
+    """The wire fields of an `SDKSessionInfo`'s summary, to validate as a `SessionSummary`.
+    Title: the session's title (the user's, else the one Claude generated), else the SDK's
+    display summary (last prompt, else first). Always the same keys (the summary's set
+    fields): every field but git_repo and git_worktree_root."""
+    # Validation copies the dict, so the record's own instance dict is enough here.
+    raw = _fields_of(info)
+    session_id, branch, cwd = info.session_id, info.git_branch, info.cwd
     created, modified = info.created_at, info.last_modified
     updated_at = _iso_ms(modified)
-    return SessionSummary(
-        native_session_id=str(info.session_id),
-        title=_first_line(info.custom_title) or _first_line(info.summary),
-        cwd=info.cwd if isinstance(info.cwd, str) and info.cwd else None,
+    return {
+        "nativeSessionId": session_id if type(session_id) is str else str(session_id),
+        "title": _first_line(info.custom_title) or _first_line(info.summary),
+        "cwd": cwd if isinstance(cwd, str) and cwd else None,
         # A session's first and last entries often share a millisecond: formatted once.
-        created_at=updated_at if created == modified and type(created) is type(modified) else _iso_ms(created),
-        updated_at=updated_at,
-        archived=None,
-        active=True if active else None,
-        git_branch=branch,
-        started_as=started_as,
-        raw=raw,
-    )
+        "createdAt": updated_at if created == modified and type(created) is type(modified) else _iso_ms(created),
+        "updatedAt": updated_at,
+        "archived": None,
+        "active": True if active else None,
+        "gitBranch": branch if isinstance(branch, str) and branch != NO_BRANCH else None,
+        "startedAs": started_as,
+        "raw": raw,
+    }
 
 
 def _iso_ms(value: Any) -> str | None:
     """`iso_time(value)`, by integer arithmetic for the SDK's integer milliseconds (a
-    third of the time of datetime's conversion and formatting)."""
+    fraction of the time of datetime's conversion and formatting)."""
     if type(value) is not int or not _MS_FLOOR < value < _MS_CEILING:
         return iso_time(value)
     day, millis = divmod(value, _DAY_MS)
-    seconds, millis = divmod(millis, 1000)
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{_day_text(day)}T{_PADDED[hours]}:{_PADDED[minutes]}:{_PADDED[seconds]}.{_PADDED_MS[millis]}Z"
+    minute, millis = divmod(millis, 60_000)
+    second, millis = divmod(millis, 1000)
+    day_text = _DAYS.get(day) or _day_text(day)
+    return f"{day_text}T{_HOURS_MINUTES[minute]}:{_PADDED[second]}.{_PADDED_MS[millis]}Z"
 
 
-@functools.lru_cache(maxsize=1024)
 def _day_text(day: int) -> str:
-    return date.fromordinal(_EPOCH_ORDINAL + day).isoformat()
+    """A day's date, kept for the next time (a listing's sessions share few days)."""
+    if len(_DAYS) >= 4096:
+        _DAYS.clear()
+    text = _DAYS[day] = date.fromordinal(_EPOCH_ORDINAL + day).isoformat()
+    return text
 
 
 def message_event(message: Any) -> dict[str, Any]:
@@ -119,6 +142,17 @@ def _plain(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return dict(value)
     raise DriverError("provider-error", f"the Claude Agent SDK returned a {type(value).__name__}, not a record")
+
+
+def _fields_of(value: Any) -> dict[str, Any]:
+    """`_plain(value)`, but a record's own instance dict rather than a copy of it: for a
+    caller whose validation copies the dict anyway."""
+    names = _field_names(type(value))
+    if names is not None:
+        attributes = getattr(value, "__dict__", None)
+        if attributes is not None and len(attributes) == len(names):  # see `_field_names`
+            return attributes
+    return _plain(value)
 
 
 @functools.cache
@@ -164,6 +198,12 @@ def _only_tool_results(content: Any) -> bool:
     )
 
 
+def snapshot(summary: SessionSummary, events: list[dict[str, Any]], rows: list[dict[str, Any]]) -> NativeSessionSnapshot:
+    """A complete read: the summary, the events and their `normalized_rows`, validated in
+    one call (the messages with the snapshot)."""
+    return _SNAPSHOT.validate_python({"summary": summary, "events": events, "normalizedMessages": rows, "complete": True})
+
+
 def normalized_messages(events: list[dict[str, Any]]) -> list[NormalizedMessage]:
     """One message per event (see `normalized_rows`), validated as one list: pydantic's
     model_construct is three times slower than validating each message, and one list
@@ -191,14 +231,22 @@ def normalized_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if message_id in seen:
             message_id = f"{message_id}/{index}"
         seen.add(message_id)
-        if kind == "assistant":
-            role = "assistant"
-        elif kind == "user":
-            role = "tool" if type(content) is not str and _only_tool_results(content) else "user"
-        else:
-            role = "other"
         # The text is bounded by NormalizedMessage's own validator (`preview`).
-        text = content if type(content) is str else _content_text(content)
+        if type(content) is str:
+            text = content
+            role = "assistant" if kind == "assistant" else "user" if kind == "user" else "other"
+        else:
+            if (type(content) is list and len(content) == 1 and type(block := content[0]) is dict
+                    and block.get("type") == "text" and type(block_text := block.get("text")) is str):
+                text = block_text  # the usual assistant message: `_content_text` without its calls
+            else:
+                text = _content_text(content)
+            if kind == "assistant":
+                role = "assistant"
+            elif kind == "user":
+                role = "tool" if _only_tool_results(content) else "user"
+            else:
+                role = "other"
         rows.append({"id": message_id, "role": role, "kind": kind, "timestamp": None, "text": text,
                      "eventIndex": index})
     return rows

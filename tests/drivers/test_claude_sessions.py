@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import subprocess
 
 from claude_agent_sdk.types import SDKSessionInfo, SessionMessage
 
@@ -19,6 +20,8 @@ from lib.drivers.claude_sessions import (
     message_event,
     message_events,
     normalized_messages,
+    summaries,
+    summary_fields,
     summary_from_info,
 )
 from lib.drivers.codex_threads import iso_time
@@ -91,3 +94,34 @@ def test_sdk_calls_see_the_sources_config_dir_whatever_the_environment_held_and_
         assert len(infos) == 2
         assert len(adapter.get_session_messages(infos[0].session_id, None)) == 2
         assert os.environ.get(CONFIG_DIR_VARIABLE) == held
+
+
+def test_a_pages_summaries_validated_as_one_list_are_exactly_each_summary_from_info():
+    infos = [SDKSessionInfo(session_id=f"s{n}", summary=f"first\nsecond {n}", last_modified=1772459940123 + n,
+                            created_at=1772459940000, cwd="/w" if n % 2 else "", git_branch=("HEAD", "main", None)[n % 3],
+                            custom_title="  \n mine " if n == 1 else None) for n in range(6)]
+    fields = [summary_fields(info, active=n == 2, started_as="c" if n == 3 else None) for n, info in enumerate(infos)]
+    page = summaries(fields)
+    for n, (info, summary) in enumerate(zip(infos, page, strict=True)):
+        alone = summary_from_info(info, active=n == 2, started_as="c" if n == 3 else None)
+        assert summary.model_dump() == alone.model_dump() and summary.model_fields_set == alone.model_fields_set
+        assert summary.raw == dataclasses.asdict(info) and summary.raw is not vars(info)  # validation copied it
+    assert [s.title for s in page[:2]] == ["first", "mine"] and page[2].active is True and page[3].started_as == "c"
+
+
+def test_the_config_dir_switch_sets_the_mapping_and_the_c_environment_and_puts_both_back(tmp_path, monkeypatch):
+    """What a child process started during an SDK call inherits (the C environment) and
+    what the SDK reads (`os.environ`) both hold the source's directory, and both are as
+    they were afterwards, whether the variable was absent or held another value."""
+    adapter = ClaudeSdkAdapter(str(tmp_path))
+    def seen() -> tuple[str | None, str]:
+        child = subprocess.run(["sh", "-c", f'printf %s "${{{CONFIG_DIR_VARIABLE}-unset}}"'],
+                               capture_output=True, text=True, check=True)
+        return os.environ.get(CONFIG_DIR_VARIABLE), child.stdout
+    for held in (None, "/somewhere/else"):
+        if held is None:
+            monkeypatch.delenv(CONFIG_DIR_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(CONFIG_DIR_VARIABLE, held)
+        assert adapter._call(seen) == (str(tmp_path), str(tmp_path))
+        assert seen() == (held, held if held is not None else "unset")
