@@ -320,8 +320,8 @@ class CommandLedger:
         close), not by a write of its own."""
         if defer:
             with self._mutex:
-                if command_id in self._open_state().pending and command_id not in self._cleared:
-                    self._clears += 1
+                if command_id in self._open_state().pending:
+                    self._clears += 1  # a new number: a write already carrying an older one keeps this
                     self._cleared[command_id] = self._clears
             return
         self._change(_clear_markers({command_id: 0}))
