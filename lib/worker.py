@@ -11,7 +11,8 @@ For each admitted command, on a session queue (`lib/session_queues.py`):
    its receipt is stored as published and nothing runs here. A claim that cannot be
    written gives the `failed` receipt `claim-publish-failed`, and nothing runs;
 3. call the provider; 4. the one terminal receipt: ledger, every target, marker
-   cleared only when all accepted, then the `on_receipt` observer; 5. refresh the
+   cleared only when all accepted (in memory at once, on disk with the ledger's next
+   write: docs/command-path.md), then the `on_receipt` observer; 5. refresh the
    session on every target, even when publication failed: in the background, beside
    the session's next command, coalesced with other refreshes; `drain()` waits for it.
 A receipt that is not published everywhere stays pending in the ledger and makes the
@@ -245,8 +246,9 @@ class CommandWorker:
         theirs = target.read_receipt(claim.command_id, claim.producer)
         if theirs is None:
             raise CodedError("claim-lost", f"command {claim.command_id}: the claim was refused but no receipt is there")
-        self.ledgers.put(theirs)
-        self.ledgers.mark_published(claim.command_id, claim.producer)
+        # one write: stored and published together, so no crash leaves it pending (pending,
+        # an in-flight receipt would read as our own claim and recovery would settle it)
+        self.ledgers.put(theirs, published=True)
         log.warning("command %s: another executor won its claim (%s); not running it here",
                     claim.command_id, theirs.status)
 
@@ -338,7 +340,9 @@ class CommandWorker:
 
     def _published(self, receipt: CommandReceipt, errors: list[Exception]) -> None:
         try:
-            self.ledgers.mark_published(receipt.command_id, receipt.producer)
+            # clear at once, written with the ledger's next write: a crash before then only
+            # makes recovery publish this terminal receipt again (it never runs again)
+            self.ledgers.mark_published(receipt.command_id, receipt.producer, defer=True)
         except Exception as exc:
             errors.append(exc)
             return

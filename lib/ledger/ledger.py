@@ -10,11 +10,18 @@ is ignored; equal generations must hold equal states), commits the empty generat
 0 when there is none, and repairs a missing or invalid slot with a copy of the
 current one before it returns. Writes are serialized by a thread lock, processes by
 the ledger's file lock (`<path>.lock`); a failed write changes nothing in memory.
+
+A marker can be cleared without a write of its own (`mark_published(id, defer=True)`,
+the worker's path): it is clear in memory at once (`pending()`, the count) and reaches
+the disk with the next write, or at `close()`. A crash before then leaves the marker
+on disk, so recovery publishes that receipt again: the same terminal receipt, which
+never runs its command again (docs/command-path.md, "Session 20").
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -26,7 +33,10 @@ import orjson
 from lib.group_commit import GroupCommit
 from lib.ledger import files
 from lib.ledger.files import LedgerError
-from lib.ledger.receipts import InvalidReceipt, from_stored, to_stored
+from lib.ledger.receipts import InvalidReceipt, from_stored, stored_receipt, to_stored
+from lib.receipts import CommandReceipt
+
+log = logging.getLogger(__name__)
 
 LEDGER_SCHEMA = "commonfabric.agent-connector.command-ledger"
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -116,6 +126,21 @@ def parse_ledger(data: bytes, where: str) -> _State:
     return _State(generation, receipts, list(pending))
 
 
+def _clear_markers(command_ids: dict[str, int]) -> Change:
+    def clear(receipts: Receipts, pending: list[str]) -> bool:
+        kept = [cid for cid in pending if cid not in command_ids]
+        if len(kept) == len(pending):
+            return False
+        pending[:] = kept
+        return True
+
+    return clear
+
+
+def _nothing(receipts: Receipts, pending: list[str]) -> bool:
+    return False  # a write for the deferred clears alone
+
+
 def _drop_settled_beyond_limit(receipts: Receipts, pending: list[str]) -> None:
     """Drop from `receipts` the settled ones beyond MAX_SETTLED (oldest completion first);
     a receipt awaiting publication or still in flight is always kept. Once per written
@@ -145,6 +170,10 @@ class CommandLedger:
         # (one fsync for many threads); close waits for a write on its way.
         self._group = GroupCommit(self._write_batch)
         self._writing = threading.Lock()
+        # Markers cleared in memory, not yet on disk (command id -> the clear's number:
+        # a clear made again while a write carries the first one stays for the next).
+        self._cleared: dict[str, int] = {}
+        self._clears = 0
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
@@ -189,10 +218,25 @@ class CommandLedger:
             raise
 
     def close(self) -> None:
+        """Write the markers cleared since the last write (a failure only leaves them
+        set on disk: recovery publishes those receipts again), then release the file."""
+        if self._lock_fd is not None and self._cleared:
+            try:
+                self._group.submit(_nothing)
+            except LedgerError as exc:
+                log.warning("command ledger %s: cleared markers not written at close: %s", self.path, exc.message)
         with self._writing, self._mutex:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
+
+    def flush(self) -> None:
+        """Write the markers cleared since the last write now (nothing when there are none)."""
+        with self._mutex:
+            self._open_state()
+            if not self._cleared:
+                return
+        self._group.submit(_nothing)
 
     def __enter__(self) -> CommandLedger:
         return self
@@ -217,10 +261,14 @@ class CommandLedger:
         with self._writing:
             with self._mutex:
                 base = self._open_state()  # closed meanwhile: the batch fails with ledger-closed
-            written = self._write(base, changes)
-            if written is not None:
-                with self._mutex:
+                cleared = dict(self._cleared)  # made before these changes: applied first
+            written = self._write(base, [_clear_markers(cleared), *changes])
+            with self._mutex:
+                if written is not None:
                     self._state, self._active = written
+                for cid, number in cleared.items():
+                    if self._cleared.get(cid) == number:
+                        del self._cleared[cid]
 
     def _write(self, base: _State, changes: list[Change]) -> tuple[_State, Path] | None:
         """The next generation with `changes` applied, written to the inactive slot
@@ -250,40 +298,45 @@ class CommandLedger:
             stored = self._open_state().receipts.get(command_id)
         return None if stored is None else from_stored(stored, f"receipt {command_id!r}")
 
-    def put(self, receipt: dict[str, Any]) -> None:
-        """Store `receipt` (validated, copied) and mark it pending publication."""
-        stored = to_stored(receipt)
+    def put(self, receipt: dict[str, Any] | CommandReceipt, *, published: bool = False) -> None:
+        """Store `receipt` (validated, copied) and mark it pending publication; with
+        `published`, store it as published already (one write: no marker to clear)."""
+        stored = stored_receipt(receipt) if isinstance(receipt, CommandReceipt) else to_stored(receipt)
         cid = stored["commandId"]
 
         def store(receipts: Receipts, pending: list[str]) -> bool:
             receipts[cid] = stored
             if cid in pending:
                 pending.remove(cid)
-            pending.append(cid)
+            if not published:
+                pending.append(cid)
             return True
 
         self._change(store)
 
-    def mark_published(self, command_id: str) -> None:
-        """Clear the pending-publication marker of `command_id` (nothing when it has none)."""
-        def clear(receipts: Receipts, pending: list[str]) -> bool:
-            if command_id not in pending:
-                return False
-            pending.remove(command_id)
-            return True
-
-        self._change(clear)
+    def mark_published(self, command_id: str, *, defer: bool = False) -> None:
+        """Clear the pending-publication marker of `command_id` (nothing when it has none).
+        With `defer`, it is clear in memory now and written with the next write (or at
+        close), not by a write of its own."""
+        if defer:
+            with self._mutex:
+                if command_id in self._open_state().pending:
+                    self._clears += 1  # a new number: a write already carrying an older one keeps this
+                    self._cleared[command_id] = self._clears
+            return
+        self._change(_clear_markers({command_id: 0}))
 
     def pending_publication_count(self) -> int:
         """How many receipts await publication (never their contents)."""
         with self._mutex:
-            return len(self._open_state().pending)
+            state = self._open_state()
+            return len(state.pending) - sum(1 for cid in self._cleared if cid in state.pending)
 
     def pending(self) -> list[dict[str, Any]]:
         """Copies of the receipts awaiting publication, oldest marker first (for recovery)."""
         with self._mutex:
             state = self._open_state()
-            stored = [state.receipts[cid] for cid in state.pending]
+            stored = [state.receipts[cid] for cid in state.pending if cid not in self._cleared]
         return [from_stored(s, f"receipt {s['commandId']!r}") for s in stored]
 
     def receipts(self) -> list[dict[str, Any]]:

@@ -101,17 +101,22 @@ class CommandLedgers:
         """A copy of the receipt of `command_id` on that queue, None when there is none."""
         return self._ledger(producer).get(command_id)
 
-    def put(self, receipt: CommandReceipt | Mapping[str, Any]) -> None:
+    def put(self, receipt: CommandReceipt | Mapping[str, Any], *, published: bool = False) -> None:
         """Store `receipt` in its queue's ledger (its `producer` says which) and mark it
-        pending publication."""
+        pending publication (with `published`: stored as published, one write)."""
+        if isinstance(receipt, CommandReceipt):  # validated already: stored without a second check
+            self._ledger(receipt.producer).put(receipt, published=published)
+            return
         value = _wire(receipt)
         producer = value.get("producer")
         if producer is not None and not isinstance(producer, str):
             raise InvalidReceipt("invalid-receipt", "receipt.producer: must be a string")
-        self._ledger(producer).put(value)
+        self._ledger(producer).put(value, published=published)
 
-    def mark_published(self, command_id: str, producer: str | None = None) -> None:
-        self._ledger(producer).mark_published(command_id)
+    def mark_published(self, command_id: str, producer: str | None = None, *, defer: bool = False) -> None:
+        """Clear the marker; with `defer`, in memory now and on disk with the queue
+        ledger's next write or at close (`CommandLedger.mark_published`)."""
+        self._ledger(producer).mark_published(command_id, defer=defer)
 
     def pending_publication_count(self) -> int:
         """The outbox size over every queue (never the receipts)."""

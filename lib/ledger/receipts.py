@@ -13,7 +13,7 @@ from typing import Any
 
 from lib.errors import CodedError
 from lib.fabric import values
-from lib.receipts import ReceiptValidationError, parse_command_receipt
+from lib.receipts import CommandReceipt, ReceiptValidationError, parse_command_receipt
 
 _KNOWN = {"schema", "status", "claimedAt", "completedAt", "error", "result", "commandId", "sourceId",
           "nativeSessionId", "producer", "providerOperationId"}
@@ -49,6 +49,19 @@ def to_stored(receipt: Any) -> dict[str, Any]:
     if "result" in receipt:
         try:
             stored["result"] = values.to_fvj1_string(receipt["result"])
+        except values.ValueEncodingError as exc:
+            raise _bad("receipt", f"result is not a Fabric value ({exc.message})") from None
+    return stored
+
+
+def stored_receipt(receipt: CommandReceipt) -> dict[str, Any]:
+    """`to_stored` for a receipt already validated (a `CommandReceipt` is checked when it
+    is made and frozen): its wire form, result as an `fvj1:` string, without a second
+    validation and copy."""
+    stored = receipt.to_wire()  # a detached copy
+    if "result" in stored:
+        try:
+            stored["result"] = values.to_fvj1_string(stored["result"])
         except values.ValueEncodingError as exc:
             raise _bad("receipt", f"result is not a Fabric value ({exc.message})") from None
     return stored

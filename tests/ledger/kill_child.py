@@ -3,6 +3,10 @@
 Commit k (the generation it makes) is a function of k alone, so the state a ledger
 must hold at generation G can be replayed in memory: odd k puts a receipt, even k
 marks the previous one published. Prints "writing" once its first commit is on disk.
+
+With `--deferred`, even k clears the marker as the worker does (`defer=True`: no write
+of its own; the next put writes it), so generation G holds steps 1..2G-1
+(`deferred_steps`).
 """
 
 from __future__ import annotations
@@ -25,11 +29,19 @@ def step_receipt(k: int) -> dict[str, Any]:
     }
 
 
-def apply_step(ledger: Any, k: int) -> None:
+def apply_step(ledger: Any, k: int, *, deferred: bool = False) -> None:
     if k % 2:
         ledger.put(step_receipt(k))
+    elif deferred:
+        ledger.mark_published(step_receipt(k - 1)["commandId"], defer=True)
     else:
         ledger.mark_published(step_receipt(k - 1)["commandId"])
+
+
+def deferred_steps(generation: int) -> int:
+    """The steps a ledger written with deferred clears holds at `generation`: each write
+    is a put, carrying the clear made just before it."""
+    return max(0, 2 * generation - 1)
 
 
 class Model:
@@ -46,22 +58,29 @@ class Model:
         self.receipts[cid] = receipt
         self.pending = [p for p in self.pending if p != cid] + [cid]
 
-    def mark_published(self, cid: str) -> None:
+    def mark_published(self, cid: str, defer: bool = False) -> None:
         self.pending.remove(cid)
 
 
-def main(path: str) -> None:
+def main(path: str, mode: str = "") -> None:
     from lib.ledger import CommandLedger
 
     ledger = CommandLedger.open(path)
     announced = False
+    deferred = mode == "--deferred"
+    k = max(1, 2 * ledger.generation) if deferred else 0
+    opened_at = ledger.generation
     while True:
-        apply_step(ledger, ledger.generation + 1)
-        if not announced:
+        if deferred:
+            apply_step(ledger, k, deferred=True)
+            k += 1
+        else:
+            apply_step(ledger, ledger.generation + 1)
+        if not announced and ledger.generation > opened_at:
             sys.stdout.write("writing\n")
             sys.stdout.flush()
             announced = True
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

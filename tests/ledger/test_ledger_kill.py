@@ -13,13 +13,24 @@ from pathlib import Path
 
 from lib.fabric import values
 from lib.ledger import CommandLedger
-from tests.ledger.kill_child import Model
+from tests.ledger.kill_child import Model, deferred_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 ITERATIONS = 30
 
 
 def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_state(tmp_path: Path):
+    _kill_many_times(tmp_path, [], Model)
+
+
+def test_a_writer_clearing_markers_deferred_killed_at_random_leaves_the_old_or_the_new_state(tmp_path: Path):
+    """The worker's way: a cleared marker reaches the disk with the next put. A kill
+    between the clear and that put leaves the marker set beside its receipt (recovery
+    publishes it again); every kill leaves a valid ledger holding whole steps."""
+    _kill_many_times(tmp_path, ["--deferred"], lambda generation: Model(deferred_steps(generation)))
+
+
+def _kill_many_times(tmp_path: Path, mode: list[str], model_at) -> None:  # noqa: ANN001
     path = tmp_path / "ledger" / "l.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
@@ -27,7 +38,7 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_state(tmp_p
     torn = 0  # kills that landed inside a write (a temporary was left); random, not asserted
     for i in range(ITERATIONS):
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.ledger.kill_child", str(path)],
+            [sys.executable, "-m", "tests.ledger.kill_child", str(path), *mode],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         try:
@@ -44,7 +55,7 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_state(tmp_p
         torn += any(".tmp-" in n for n in os.listdir(path.parent))
         with CommandLedger.open(path) as ledger:
             generation = ledger.generation
-            model = Model(generation)
+            model = model_at(generation)
             assert generation > last, f"iteration {i}: generation {generation} after {last}"
             assert [r["commandId"] for r in ledger.pending()] == model.pending
             stored = ledger.receipts()
