@@ -105,7 +105,8 @@ class AcpDriver(AcpCommands, AgentDriver):
         except BaseException:
             self.stop()
             raise
-        connection = AgentConnection(self.name, on_update=self.updates.record, on_sent=self._sent)
+        connection = AgentConnection(self.name, on_update=self.updates.record, on_sent=self._sent,
+                                     on_answered=self.updates.answered)
         self._connection = connection
         argv = list(self.config.command or [])
         try:

@@ -62,11 +62,13 @@ class PermissionDenier:
 
 class AgentConnection:
     def __init__(self, name: str, *, on_update: Callable[[str, dict[str, Any]], None],
-                 on_sent: Callable[[dict[str, Any]], None]) -> None:
+                 on_sent: Callable[[dict[str, Any]], None],
+                 on_answered: Callable[[str, str | None], None] | None = None) -> None:
         self.name = name  # "acp (source ID)"
         self.process = AgentProcess(name)
         self._on_update = on_update
         self._on_sent = on_sent
+        self._on_answered = on_answered
         self.stream: AgentStream | None = None
         self.conn: Any = None
         self.closed = asyncio.Event()  # the connection ended, for whatever reason
@@ -87,7 +89,8 @@ class AgentConnection:
         )
 
         reader, writer = await self.process.spawn(argv, env, cwd, line_limit)
-        self.stream = AgentStream(self.name, reader, writer, on_update=self._on_update, on_sent=self._on_sent)
+        self.stream = AgentStream(self.name, reader, writer, on_update=self._on_update, on_sent=self._on_sent,
+                                  on_answered=self._on_answered)
         self.conn = connect_to_agent(PermissionDenier(), self.stream)
         self._watcher = asyncio.get_running_loop().create_task(self._watch_exit())
         capabilities = ClientCapabilities(session=ClientSessionCapabilities(

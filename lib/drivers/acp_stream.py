@@ -17,6 +17,11 @@ guarantees hold:
   pending call.
 * `on_sent` sees every message once it is written, which is how a prompt knows it has
   started.
+* `on_answered(method, session_id)` is told, synchronously and in wire order, when the
+  answer to a request we sent arrives: before any later line is read. The SDK's caller
+  resumes only some loop turns later, by when the agent's next lines (codex-acp sends
+  `available_commands_update` right after a load's answer) may have been read and
+  recorded; so a load's recording ends here, at its answer, not when its caller resumes.
 """
 
 from __future__ import annotations
@@ -40,17 +45,24 @@ class AgentStream:
         *,
         on_update: Callable[[str, dict[str, Any]], None],
         on_sent: Callable[[dict[str, Any]], None] | None = None,
+        on_answered: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self._name = name
         self._reader = reader
         self._writer = writer
         self._on_update = on_update
         self._on_sent = on_sent
+        self._on_answered = on_answered
+        self._asked: dict[Any, tuple[str, str | None]] = {}  # request id -> (method, sessionId)
         self._write_lock = asyncio.Lock()
         self.fault: DriverError | None = None  # why the stream ended early, if it did
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+        if self._on_answered is not None and "method" in message and "id" in message:
+            params = message.get("params")
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            self._asked[message["id"]] = (message["method"], session_id)  # before it can be answered
         async with self._write_lock:
             self._writer.write(data)
             await self._writer.drain()
@@ -81,6 +93,10 @@ class AgentStream:
                 if self.fault is not None:
                     return None
                 continue
+            if "method" not in message:
+                asked = self._asked.pop(message.get("id"), None)
+                if asked is not None and self._on_answered is not None:
+                    self._on_answered(*asked)
             return message
 
     def _message(self, text: bytes) -> dict[str, Any] | None:

@@ -59,6 +59,12 @@ class UpdateLog:
     def end(self, session_id: str) -> None:
         self._recordings.pop(session_id, None)
 
+    def answered(self, method: str, session_id: str | None) -> None:
+        """The agent answered a request (told by the stream in wire order): a load's
+        answer ends its recording, whatever the agent sends next."""
+        if method == "session/load" and session_id is not None:
+            self.end(session_id)
+
     def watch(self, session_id: str) -> None:
         with self._lock:
             self._prompts[session_id] = []

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextvars
 import json
 import os
 import sys
@@ -50,6 +51,7 @@ if __package__ in (None, ""):  # run as a script (how tests start it): its packa
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent  # noqa: E402
+from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.schema import (  # noqa: E402
     AgentCapabilities,
     CloseSessionResponse,
@@ -91,6 +93,13 @@ def _parse_update(update: dict[str, Any]) -> Any:
     return SessionNotification.model_validate({"sessionId": "x", "update": update}).update
 
 
+# set by a handler that must send something only after its own response is written;
+# a contextvar, so that each request's task sees its own
+RESPONSE_SENT: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar(
+    "RESPONSE_SENT", default=None
+)
+
+
 class TestAgent:
     def __init__(self, opts: argparse.Namespace) -> None:
         self.opts = opts
@@ -130,11 +139,26 @@ class TestAgent:
             raise RequestError.invalid_params({"details": f"session {session_id} is not loaded"})
         return rec
 
+    def on_stream(self, event: StreamEvent) -> None:
+        """An observer of every JSON-RPC message: when this task's response has been
+        written, release what `_after_response` holds back. It runs in the request's
+        own task, right after the SDK wrote the response, so the context is that of
+        the handler which set RESPONSE_SENT."""
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING and "id" in message and "method" not in message:
+            sent = RESPONSE_SENT.get()
+            if sent is not None:
+                sent.set()
+
     def _after_response(self, session_id: str) -> None:
-        """Like real agents, advertise slash commands right after session setup."""
+        """Like real agents, advertise slash commands right after session setup: after
+        the response is on the wire, never before (a timer could lose that race under
+        load, and the driver would rightly count the update as part of a load)."""
+        sent = asyncio.Event()
+        RESPONSE_SENT.set(sent)
 
         async def later() -> None:
-            await asyncio.sleep(0.005)  # let the JSON-RPC response go out first
+            await sent.wait()
             try:
                 await self._send(session_id, {"sessionUpdate": "available_commands_update", "availableCommands": [
                     {"name": "echo", "description": "Echo the input", "input": {"hint": "text to echo"}},
@@ -344,7 +368,8 @@ def main(argv: list[str] | None = None) -> None:
     opts = _options(argv)
     # use_unstable_protocol=True: in acp 0.12.1 the agent-side router still gates
     # session/resume, session/fork and session/close behind this flag.
-    asyncio.run(run_agent(TestAgent(opts), use_unstable_protocol=True))
+    agent = TestAgent(opts)
+    asyncio.run(run_agent(agent, use_unstable_protocol=True, observers=[agent.on_stream]))
 
 
 if __name__ == "__main__":
