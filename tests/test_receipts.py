@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from lib.commands import COMMAND_SCHEMA, parse_command
 from lib.errors import CodedError
-from lib.fabric.values import from_fvj1_string, to_fvj1_string
+from lib.fabric.value_decoding import from_fvj1_string
+from lib.fabric.values import to_fvj1_string
 from lib.hashing import UNDEFINED
 from lib.receipts import (
     RECEIPT_SCHEMA,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.fabric.documents import Labels
 from lib.fabric.store_errors import ConflictError, PreconditionFailed, WriteDenied
 from lib.hashing import value_hash
@@ -92,7 +92,7 @@ def resolve_commit(
         row = rows.get(cell)
         if row is None or not row.live:
             raise PreconditionFailed("store-precondition-failed", f"cell is required to hold a value but is absent: {cell}")
-        if value_hash(values.loads(load_text(cell))) != expected:
+        if value_hash(value_decoding.loads(load_text(cell))) != expected:
             raise PreconditionFailed("store-precondition-failed",
                 f"cell value does not have the required hash {expected.hex()}: {cell}"
             )
@@ -111,7 +111,7 @@ def resolve_commit(
             continue
         if row is None or not row.live:
             raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell}")
-        value = values.loads(load_text(cell))
+        value = value_decoding.loads(load_text(cell))
         out.append(RowWrite(cell, row.labels, values.dumps(apply_patch(cell, value, op))))
     return out
 
@@ -121,5 +121,5 @@ def apply_patch(cell: str, value: Any, patch: Patch) -> dict[str, Any]:
         raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of a cell that holds no object: {cell}")
     result = {k: v for k, v in value.items() if k not in patch.delete}
     for key, text in patch.set.items():
-        result[key] = values.loads(text)
+        result[key] = value_decoding.loads(text)
     return result

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.fabric.store import Store
 
 FIELD = "recentMessages"
@@ -39,7 +39,7 @@ def _pack(messages: Sequence[Any]) -> bytes:
 
 
 def _unpack(packed: bytes) -> list[Any]:
-    return values.loads(zlib.decompress(packed))
+    return value_decoding.loads(zlib.decompress(packed))
 
 
 class LazyPreviews(ABC):

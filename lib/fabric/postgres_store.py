@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import psycopg
 
-from lib.fabric import values
+from lib.fabric import value_decoding
 from lib.fabric.commit_rules import CommitPlan, Row, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.postgres_changes import CHANNEL, ChangeListener
@@ -159,7 +159,7 @@ class PostgresStore(Store):
         seq, labels, text = row
         if text is None:
             return seq, None
-        return seq, Document(values.loads(text), self._labels(labels), seq)
+        return seq, Document(value_decoding.loads(text), self._labels(labels), seq)
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
@@ -193,7 +193,7 @@ class PostgresStore(Store):
                 row = found.pop(cell_id, None)
                 if row is not None:
                     seq, labels, text = row
-                    yield cell_id, Document(values.loads(text), self._labels(labels), seq)
+                    yield cell_id, Document(value_decoding.loads(text), self._labels(labels), seq)
 
     def head(self, space: str) -> int:
         with self._connection() as conn:

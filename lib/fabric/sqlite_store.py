@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from pathlib import Path
 
-from lib.fabric import stored_values, values
+from lib.fabric import stored_values, value_decoding
 from lib.fabric.cell_keys import cell, key, order
 from lib.fabric.cell_speedups import CELLS
 from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
@@ -226,7 +226,7 @@ class SQLiteStore(Store):
             if stored is None:
                 return seq, None
             labels = self._labels.labels(conn, labels_id)
-        return seq, Document(values.loads(stored_values.decode(stored, space)), labels, seq)
+        return seq, Document(value_decoding.loads(stored_values.decode(stored, space)), labels, seq)
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
@@ -267,7 +267,7 @@ class SQLiteStore(Store):
                 if row is not None:
                     seq, labels, stored = row
                     text = stored_values.decode(stored, space)
-                    yield cell_id, Document(values.loads(text), labels, seq)
+                    yield cell_id, Document(value_decoding.loads(text), labels, seq)
 
     def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
         # one query per batch of IDs, reading no value

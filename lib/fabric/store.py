@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.fabric.commit_rules import CommitPlan, Delete, Patch, Write, apply_patch
 from lib.fabric.documents import Document, Labels
 from lib.fabric.store_errors import (
@@ -100,7 +100,7 @@ class Transaction:
             return None
         if isinstance(op, Write):
             labels = op.labels or (document.labels if document else Labels.owned_by(plan.writer))
-            return Document(values.loads(op.text), labels, version)
+            return Document(value_decoding.loads(op.text), labels, version)
         if document is None:
             raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell_id}")
         return Document(apply_patch(cell_id, document.value, op), document.labels, version)
@@ -145,7 +145,7 @@ class Transaction:
                 f"cannot patch fields of a cell this transaction deleted: {cell_id}"
             )
         if isinstance(op, Write):
-            patched = apply_patch(cell_id, values.loads(op.text), Patch(fields, removed))
+            patched = apply_patch(cell_id, value_decoding.loads(op.text), Patch(fields, removed))
             plan.ops[cell_id] = Write(values.dumps(patched), op.labels)
         elif isinstance(op, Patch):
             op.delete = (op.delete - fields.keys()) | removed

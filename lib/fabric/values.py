@@ -20,8 +20,8 @@ copying only the containers on the path to a tagged value. lib._cells
 (cell_speedups.py) does that walk in C for plain JSON, Links, UNDEFINED and
 HOLE; `encode_reference` below is the same in Python, and runs for the rest.
 
-This module writes fvj1; value_decoding.py reads it (`loads`, `decode` and
-`from_fvj1_string` are still reachable here, for the modules that use them so).
+This module writes fvj1; value_decoding.py reads it (`loads`, `decode`,
+`from_fvj1_string`).
 """
 
 from __future__ import annotations
@@ -304,18 +304,3 @@ def dumps(value: Any) -> str:
 def to_fvj1_string(value: Any) -> str:
     """`fvj1:` + the fvj1 JSON text: a Fabric value held in a string."""
     return PREFIX + dumps(value)
-
-
-_DECODING = frozenset({"decode", "loads", "from_fvj1_string"})
-
-
-def __getattr__(name: str) -> Any:
-    """The decoder's functions, by their old names here (imported on first use, then
-    kept as this module's attributes)."""
-    if name in _DECODING:
-        from lib.fabric import value_decoding
-
-        found = getattr(value_decoding, name)
-        globals()[name] = found
-        return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

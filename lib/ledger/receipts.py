@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from lib.errors import CodedError
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.receipts import CommandReceipt, ReceiptValidationError, parse_command_receipt
 
 _KNOWN = {"schema", "status", "claimedAt", "completedAt", "error", "result", "commandId", "sourceId",
@@ -75,7 +75,7 @@ def from_stored(stored: dict[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(text, str):
             raise _bad(where, "result is not an fvj1 string")
         try:
-            receipt["result"] = values.from_fvj1_string(text)
+            receipt["result"] = value_decoding.from_fvj1_string(text)
         except values.ValueEncodingError as exc:
             raise _bad(where, f"result is not fvj1 ({exc.message})") from None
     validate_receipt(receipt, where)

@@ -9,14 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lib.fabric.value_decoding import decode, from_fvj1_string, loads
 from lib.fabric.values import (
     Link,
     ValueEncodingError,
-    decode,
     dumps,
     encode,
-    from_fvj1_string,
-    loads,
     to_fvj1_string,
 )
 from lib.hashing import HOLE, UNDEFINED, BigInt, value_hash
