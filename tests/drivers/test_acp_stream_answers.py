@@ -41,15 +41,22 @@ def update(kind: str) -> dict:
             "params": {"sessionId": "s1", "update": {"sessionUpdate": kind}}}
 
 
+async def recording_stream(request: dict) -> tuple[asyncio.StreamReader, AgentStream, list]:
+    """A stream over an in-memory reader, session s1's updates being recorded, and
+    `request` sent through it."""
+    reader = asyncio.StreamReader()
+    updates = UpdateLog()
+    stream = AgentStream("acp (test)", reader, _Writer(), on_update=updates.record,
+                         on_answered=updates.answered)
+    recording = updates.begin("s1")
+    await stream.send(request)
+    return reader, stream, recording
+
+
 def test_an_update_in_the_same_read_as_the_loads_answer_is_not_recorded_for_the_load():
     async def scenario() -> tuple[list, list]:
-        reader = asyncio.StreamReader()
-        updates = UpdateLog()
-        stream = AgentStream("acp (test)", reader, _Writer(), on_update=updates.record,
-                             on_answered=updates.answered)
-        recording = updates.begin("s1")
-        await stream.send({"jsonrpc": "2.0", "id": 7, "method": "session/load",
-                           "params": {"sessionId": "s1", "cwd": "/", "mcpServers": []}})
+        reader, stream, recording = await recording_stream({"jsonrpc": "2.0", "id": 7, "method": "session/load",
+                                                            "params": {"sessionId": "s1", "cwd": "/", "mcpServers": []}})
         # the replay, the answer and the commands advertised after it: one chunk
         reader.feed_data(line(update("user_message_chunk")) + line(update("agent_message_chunk"))
                          + line({"jsonrpc": "2.0", "id": 7, "result": {}})
@@ -66,13 +73,8 @@ def test_an_update_in_the_same_read_as_the_loads_answer_is_not_recorded_for_the_
 
 def test_answers_to_other_requests_end_no_recording():
     async def scenario() -> list:
-        reader = asyncio.StreamReader()
-        updates = UpdateLog()
-        stream = AgentStream("acp (test)", reader, _Writer(), on_update=updates.record,
-                             on_answered=updates.answered)
-        recording = updates.begin("s1")
-        await stream.send({"jsonrpc": "2.0", "id": 1, "method": "session/set_mode",
-                           "params": {"sessionId": "s1", "modeId": "ask"}})
+        reader, stream, recording = await recording_stream({"jsonrpc": "2.0", "id": 1, "method": "session/set_mode",
+                                                            "params": {"sessionId": "s1", "modeId": "ask"}})
         reader.feed_data(line({"jsonrpc": "2.0", "id": 1, "result": {}}) + line(update("plan")))
         reader.feed_eof()
         await stream.receive()
