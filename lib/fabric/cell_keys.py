@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import binascii
 import re
+from collections.abc import Iterable
+from operator import itemgetter
+from typing import Protocol, TypeVar
+
+from lib.fabric.cell_speedups import CELLS
 
 _PREFIX = "of:fid1:"
 _LENGTH = len(_PREFIX) + 43
@@ -38,3 +43,32 @@ def cell(stored: str | bytes) -> str:
 def order(stored: str | bytes) -> tuple[bool, str | bytes]:
     """A sort key over column values of both forms, in the primary key's order."""
     return type(stored) is bytes, stored
+
+
+def keys(cell_ids: list[str]) -> list[str | bytes]:
+    """`key` of each ID, in one call to lib._cells where it is built."""
+    return _stored_keys(cell_ids) if _stored_keys is not None else [key(c) for c in cell_ids]
+
+
+class _Celled(Protocol):
+    cell_id: str
+
+
+Item = TypeVar("Item", bound=_Celled)
+
+
+def in_key_order(items: Iterable[Item]) -> list[tuple[str | bytes, Item]]:
+    """(stored ID, item) pairs of items with a `cell_id`, sorted as the primary key
+    orders them (`order`: TEXT IDs, then BLOB ones)."""
+    items = list(items)
+    pairs = zip(keys([item.cell_id for item in items]), items, strict=True)
+    texts, blobs = [], []
+    for pair in pairs:
+        (blobs if type(pair[0]) is bytes else texts).append(pair)
+    texts.sort(key=_first)  # IDs are unique: the items themselves are never compared
+    blobs.sort(key=_first)
+    return texts + blobs
+
+
+_first = itemgetter(0)
+_stored_keys = CELLS.stored_keys if CELLS is not None else None

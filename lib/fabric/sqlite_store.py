@@ -30,13 +30,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from operator import itemgetter
 from pathlib import Path
 
 from lib.fabric import stored_values, value_decoding
-from lib.fabric.cell_keys import cell, key, order
-from lib.fabric.cell_speedups import CELLS
-from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
+from lib.fabric.cell_keys import cell, in_key_order, key, keys
+from lib.fabric.commit_rules import CommitPlan, Row, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
@@ -388,7 +386,7 @@ class SQLiteStore(Store):
             by_object = {id(w.labels): w.labels for w in writes}
             ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in set(by_object.values())}
             label_ids = {at: ids[labels] for at, labels in by_object.items()}
-            keyed = _in_key_order(writes)
+            keyed = in_key_order(writes)
             conn.executemany(  # in key order: each B-tree page is visited once
                 UPSERT,
                 (
@@ -422,7 +420,7 @@ class SQLiteStore(Store):
             for stored_id, seq, labels_id, live in conn.execute(
                 "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
                 f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *(_stored_keys(batch) if _stored_keys else map(key, batch))),
+                (space_id, *keys(batch)),
             ).fetchall():
                 rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
         return rows
@@ -439,27 +437,6 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
         return stored_values.decode(stored, space)
 
     return load_text
-
-
-def _first_in_key_order(pair: tuple[str | bytes, RowWrite]) -> tuple[bool, str | bytes]:
-    return order(pair[0])
-
-
-def _in_key_order(writes: list[RowWrite]) -> list[tuple[str | bytes, RowWrite]]:
-    """(stored ID, write) pairs sorted as the primary key orders them (cell_keys.order:
-    TEXT IDs, then BLOB ones); lib._cells makes the stored IDs in one call."""
-    if _stored_keys is None:
-        return sorted(((key(w.cell_id), w) for w in writes), key=_first_in_key_order)
-    keys = _stored_keys([w.cell_id for w in writes])
-    texts = [pair for pair in zip(keys, writes, strict=True) if type(pair[0]) is not bytes]
-    blobs = [pair for pair in zip(keys, writes, strict=True) if type(pair[0]) is bytes]
-    texts.sort(key=_first)  # IDs are unique: the writes themselves are never compared
-    blobs.sort(key=_first)
-    return texts + blobs
-
-
-_first = itemgetter(0)
-_stored_keys = CELLS.stored_keys if CELLS is not None else None
 
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:

@@ -159,9 +159,7 @@ class FabricTarget:
         if self._receipt_commits is None:
             from lib.fabric.receipt_cells import ReceiptCommits
 
-            with self._helpers_made:
-                if self._receipt_commits is None:
-                    self._receipt_commits = ReceiptCommits(self)
+            self._make_once("_receipt_commits", ReceiptCommits)
         return self._receipt_commits
 
     @property
@@ -170,10 +168,14 @@ class FabricTarget:
         if self._queues is None:
             from lib.fabric.command_queues import CommandQueues
 
-            with self._helpers_made:
-                if self._queues is None:
-                    self._queues = CommandQueues(self)
+            self._make_once("_queues", CommandQueues)
         return self._queues
+
+    def _make_once(self, attribute: str, helper: Callable[[FabricTarget], Any]) -> None:
+        """Set `attribute` to `helper(self)` unless another thread did first."""
+        with self._helpers_made:
+            if getattr(self, attribute) is None:
+                setattr(self, attribute, helper(self))
 
     # -- opening -----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lib import _cells  # built by `make install` (pyproject.toml); these tests need it
-from lib.fabric import cell_keys, cell_speedups, graph_plan, sqlite_store, stored_values, values
+from lib.fabric import cell_keys, cell_speedups, graph_plan, stored_values, values
 from lib.fabric.commit_rules import RowWrite
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.values import Link, ValueEncodingError
@@ -236,12 +236,8 @@ def test_the_batch_insert_orders_rows_as_the_primary_key_does():
     ids += [f"of:named:{n}" for n in range(50)] + ["zz", "a"]
     rng.shuffle(ids)
     writes = [RowWrite(i, None, "1") for i in ids]
-    fast = sqlite_store._in_key_order(writes)
-    saved, sqlite_store._stored_keys = sqlite_store._stored_keys, None
-    try:
-        reference = sqlite_store._in_key_order(writes)
-    finally:
-        sqlite_store._stored_keys = saved
+    fast = cell_keys.in_key_order(writes)
+    reference = sorted(((cell_keys.key(w.cell_id), w) for w in writes), key=lambda pair: cell_keys.order(pair[0]))
     assert [(k, w.cell_id) for k, w in fast] == [(k, w.cell_id) for k, w in reference]
 
 
