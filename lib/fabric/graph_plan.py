@@ -36,7 +36,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import lib.hashing as _hashing
 from lib.errors import CodedError
@@ -64,8 +64,10 @@ class GraphPlanError(CodedError, ValueError):
 
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedCell:
+class PlannedCell(NamedTuple):
+    """One planned cell. A named tuple: one is made per array element, and a frozen
+    dataclass's __init__ sets each field through object.__setattr__."""
+
     id: str
     cause: Any
     value: Any

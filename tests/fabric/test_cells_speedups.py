@@ -6,6 +6,7 @@ IDs and the planned graphs. A user without a compiler gets the same bytes."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import os
 import random
@@ -247,3 +248,21 @@ def test_links_made_in_c_are_the_links_link_trusted_makes():
     assert made == [Link.trusted(i, SPACE) for i in ids] == [Link(i, SPACE) for i in ids]
     assert all(type(link) is Link and link.path == () for link in made)
     assert values.dumps(made) == reference_dumps(made)
+
+
+def test_the_native_sha256_is_hashlibs_for_every_length():
+    # cause_ids hashes with libcrypto's SHA256_* directly where hashlib's libcrypto is loaded
+    rng = random.Random(5)
+    for n in [*range(0, 200), 447, 448, 511, 512, 513, 4096, 100_003]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert _cells.sha256(data) == hashlib.sha256(data).digest()
+        assert _cells.sha256(memoryview(data)) == hashlib.sha256(data).digest()
+
+
+def test_cause_ids_use_libcrypto_directly_wherever_hashlib_uses_openssl():
+    openssl = hashlib.sha256.__module__ == "_hashlib"
+    assert _cells.native_sha256() == openssl or not openssl
+    head = graph_plan._CAUSAL_HEAD
+    encodings = [bytes([i % 256]) * (i * 7) for i in range(300)]  # lengths across block edges
+    expected = [graph_plan._id_of_encoded_cause(e) for e in encodings]
+    assert _cells.cause_ids(head, encodings, b"\x00") == expected
