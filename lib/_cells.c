@@ -34,6 +34,11 @@
  *       True when value is a dict whose subtree holds only dicts with str keys and
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
  *       so the planner leaves it as it is.
+ *   nested_keys(value) -> list | None
+ *       For a dict: None when flat_object(value) is True, else the keys whose values are
+ *       not of exactly str, int, float, bool or None, in the dict's order (the planner's
+ *       `[k for k, v in value.items() if type(v) not in _LEAF_TYPES]`, and the flat
+ *       check before it, in one call).
  *   stored_keys(ids) -> list
  *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
  *       content-derived ID names, any other ID as it is (the SQLite batch insert).
@@ -287,6 +292,33 @@ static PyObject *
 py_flat_object(PyObject *self, PyObject *value)
 {
     return PyBool_FromLong(PyDict_CheckExact(value) && flat(value, 0));
+}
+
+static PyObject *
+py_nested_keys(PyObject *self, PyObject *value)
+{
+    if (!PyDict_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict");
+        return NULL;
+    }
+    if (flat(value, 0))
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(value, &pos, &k, &v)) {
+        PyTypeObject *t = Py_TYPE(v);
+        if (t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+            t == &PyBool_Type || v == Py_None)
+            continue;
+        if (PyList_Append(out, k) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 /* ---- shorten_links ---------------------------------------------------------------- */
@@ -666,6 +698,9 @@ static PyMethodDef methods[] = {
      "fvj1_encode(value) -> object: values.encode for the common case, else Unsupported."},
     {"flat_object", py_flat_object, METH_O,
      "flat_object(value) -> bool: a dict tree of plain scalars only (no arrays)."},
+    {"nested_keys", py_nested_keys, METH_O,
+     "nested_keys(dict) -> list | None: None when flat_object, else the keys whose "
+     "values are not of an exact scalar type, in the dict's order."},
     {"shorten_links", py_shorten_links, METH_VARARGS,
      "shorten_links(text, head, tail) -> str: same-space links as U+0001 and the ID."},
     {"cause_ids", py_cause_ids, METH_VARARGS,

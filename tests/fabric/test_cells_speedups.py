@@ -64,13 +64,13 @@ class pure_python:
 
     def __enter__(self):
         self.saved = (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-                      graph_plan._flat_object)
+                      graph_plan._nested_keys)
         values._fast_encode = stored_values._shorten = graph_plan.CELLS = None
-        graph_plan._flat_object = None
+        graph_plan._nested_keys = None
 
     def __exit__(self, *exc):
         (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-         graph_plan._flat_object) = self.saved
+         graph_plan._nested_keys) = self.saved
 
 
 def test_the_install_builds_the_extension_wherever_a_compiler_exists():
@@ -266,3 +266,16 @@ def test_cause_ids_use_libcrypto_directly_wherever_hashlib_uses_openssl():
     encodings = [bytes([i % 256]) * (i * 7) for i in range(300)]  # lengths across block edges
     expected = [graph_plan._id_of_encoded_cause(e) for e in encodings]
     assert _cells.cause_ids(head, encodings, b"\x00") == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(cell_values)
+def test_nested_keys_is_the_planners_flat_check_and_key_list(value):
+    if type(value) is not dict:
+        with pytest.raises(TypeError):
+            _cells.nested_keys(value)
+        return
+    expected = None if _cells.flat_object(value) else [
+        k for k, v in value.items() if type(v) not in graph_plan._LEAF_TYPES
+    ]
+    assert _cells.nested_keys(value) == expected
