@@ -255,9 +255,10 @@ class _Planner:
             except RecursionError:
                 raise GraphPlanError("too-deep", "value is nested too deeply to hash") from None
         view = memoryview(stream)
+        sha = _digest_of
         for key, start, end in marks:
-            self.digests[key] = _sha256(view[start:end]).digest()
-        whole = _sha256(view).digest()
+            self.digests[key] = sha(view[start:end])
+        whole = sha(view)
         view.release()
         return whole
 
@@ -312,6 +313,14 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
 
 
 _nested_keys = CELLS.nested_keys if CELLS is not None else None
+
+
+def _hashlib_digest(data: Any) -> bytes:
+    return _sha256(data).digest()
+
+
+# sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
+_digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
 
 
 def _leb128(n: int) -> bytes:

@@ -64,13 +64,14 @@ class pure_python:
 
     def __enter__(self):
         self.saved = (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-                      graph_plan._nested_keys)
+                      graph_plan._nested_keys, graph_plan._digest_of)
         values._fast_encode = stored_values._shorten = graph_plan.CELLS = None
         graph_plan._nested_keys = None
+        graph_plan._digest_of = graph_plan._hashlib_digest
 
     def __exit__(self, *exc):
         (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-         graph_plan._nested_keys) = self.saved
+         graph_plan._nested_keys, graph_plan._digest_of) = self.saved
 
 
 def test_the_install_builds_the_extension_wherever_a_compiler_exists():
