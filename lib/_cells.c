@@ -18,7 +18,15 @@
  *   cause_ids(prefix, encodings, suffix) -> list[str]
  *       "of:fid1:" + unpadded base64url of sha256(prefix + e + suffix) for each e
  *       (lib.fabric.graph_plan: the IDs of an array's element cells from their causes'
- *       encodings, one call per array).
+ *       encodings, one call per array). The SHA-256 is the one of the libcrypto that
+ *       Python's hashlib already loaded, called directly (SHA256_Init / _Update /
+ *       _Final, found with dlopen(RTLD_NOLOAD)): a hashlib object per element cost
+ *       ten times the hashing of its few hundred bytes. Where no such libcrypto is
+ *       loaded, hashlib.sha256 as before.
+ *   native_sha256() -> bool
+ *       Whether cause_ids found libcrypto's SHA-256 functions (for the tests).
+ *   sha256(data) -> bytes
+ *       The 32-byte digest cause_ids uses (hashlib's, through whichever path is in use).
  *   links(ids, space) -> list
  *       A Link (the registered link type) to each cell ID in space at no path, made as
  *       values.Link.trusted makes one: its fields set without the class's checks.
@@ -26,6 +34,11 @@
  *       True when value is a dict whose subtree holds only dicts with str keys and
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
  *       so the planner leaves it as it is.
+ *   nested_keys(value) -> list | None
+ *       For a dict: None when flat_object(value) is True, else the keys whose values are
+ *       not of exactly str, int, float, bool or None, in the dict's order (the planner's
+ *       `[k for k, v in value.items() if type(v) not in _LEAF_TYPES]`, and the flat
+ *       check before it, in one call).
  *   stored_keys(ids) -> list
  *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
  *       content-derived ID names, any other ID as it is (the SQLite batch insert).
@@ -37,6 +50,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <string.h>
 
@@ -280,6 +294,33 @@ py_flat_object(PyObject *self, PyObject *value)
     return PyBool_FromLong(PyDict_CheckExact(value) && flat(value, 0));
 }
 
+static PyObject *
+py_nested_keys(PyObject *self, PyObject *value)
+{
+    if (!PyDict_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict");
+        return NULL;
+    }
+    if (flat(value, 0))
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(value, &pos, &k, &v)) {
+        PyTypeObject *t = Py_TYPE(v);
+        if (t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+            t == &PyBool_Type || v == Py_None)
+            continue;
+        if (PyList_Append(out, k) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 /* ---- shorten_links ---------------------------------------------------------------- */
 
 static inline int
@@ -384,6 +425,82 @@ id_from_digest(const unsigned char *d)
     return PyUnicode_FromStringAndSize(out, 8 + ID_CHARS);
 }
 
+/* libcrypto's SHA-256, when the libcrypto hashlib uses is loaded (see the top). The
+ * context is opaque here: SHA256_CTX is 112 bytes in every OpenSSL since 0.9.8. */
+typedef int (*sha_init_fn)(void *);
+typedef int (*sha_update_fn)(void *, const void *, size_t);
+typedef int (*sha_final_fn)(unsigned char *, void *);
+static sha_init_fn sha_init;
+static sha_update_fn sha_update;
+static sha_final_fn sha_final;
+
+static void
+find_native_sha256(void)
+{
+    static const char *names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", NULL};
+    for (int i = 0; names[i] != NULL; i++) {
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD); /* only one already loaded */
+        if (lib == NULL)
+            continue;
+        sha_init = (sha_init_fn)dlsym(lib, "SHA256_Init");
+        sha_update = (sha_update_fn)dlsym(lib, "SHA256_Update");
+        sha_final = (sha_final_fn)dlsym(lib, "SHA256_Final");
+        if (sha_init && sha_update && sha_final)
+            return; /* the handle stays open: the functions are used for the process's life */
+        sha_init = NULL;
+        sha_update = NULL;
+        sha_final = NULL;
+        dlclose(lib);
+    }
+}
+
+/* sha256 of buf into out (32 bytes): libcrypto directly, else hashlib. 0, or -1 with an
+ * exception set. */
+static int
+sha256_into(const char *buf, Py_ssize_t n, unsigned char *out)
+{
+    if (sha_final != NULL) {
+        _Alignas(16) unsigned char ctx[256];
+        if (sha_init(ctx) == 1 && sha_update(ctx, buf, (size_t)n) == 1 && sha_final(out, ctx) == 1)
+            return 0;
+        PyErr_SetString(PyExc_RuntimeError, "libcrypto SHA-256 failed");
+        return -1;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)buf, n, PyBUF_READ);
+    PyObject *hasher = view ? PyObject_CallOneArg(sha256_func, view) : NULL;
+    Py_XDECREF(view);
+    PyObject *digest = hasher ? PyObject_CallMethodNoArgs(hasher, s_digest) : NULL;
+    Py_XDECREF(hasher);
+    if (digest == NULL)
+        return -1;
+    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 32) {
+        Py_DECREF(digest);
+        PyErr_SetString(PyExc_RuntimeError, "sha256 digest is not 32 bytes");
+        return -1;
+    }
+    memcpy(out, PyBytes_AS_STRING(digest), 32);
+    Py_DECREF(digest);
+    return 0;
+}
+
+static PyObject *
+py_native_sha256(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(sha_final != NULL);
+}
+
+static PyObject *
+py_sha256(PyObject *self, PyObject *arg)
+{
+    Py_buffer data;
+    unsigned char out[32];
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int rc = sha256_into(data.buf, data.len, out);
+    PyBuffer_Release(&data);
+    return rc < 0 ? NULL : PyBytes_FromStringAndSize((const char *)out, 32);
+}
+
 static PyObject *
 py_cause_ids(PyObject *self, PyObject *args)
 {
@@ -415,20 +532,10 @@ py_cause_ids(PyObject *self, PyObject *args)
         memcpy(buf, prefix.buf, (size_t)prefix.len);
         memcpy(buf + prefix.len, PyBytes_AS_STRING(e), (size_t)PyBytes_GET_SIZE(e));
         memcpy(buf + prefix.len + PyBytes_GET_SIZE(e), suffix.buf, (size_t)suffix.len);
-        PyObject *view = PyMemoryView_FromMemory(buf, n, PyBUF_READ);
-        PyObject *hasher = view ? PyObject_CallOneArg(sha256_func, view) : NULL;
-        Py_XDECREF(view);
-        PyObject *digest = hasher ? PyObject_CallMethodNoArgs(hasher, s_digest) : NULL;
-        Py_XDECREF(hasher);
-        if (digest == NULL)
+        unsigned char digest[32];
+        if (sha256_into(buf, n, digest) < 0)
             goto fail;
-        if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 32) {
-            Py_DECREF(digest);
-            PyErr_SetString(PyExc_RuntimeError, "sha256 digest is not 32 bytes");
-            goto fail;
-        }
-        PyObject *id = id_from_digest((const unsigned char *)PyBytes_AS_STRING(digest));
-        Py_DECREF(digest);
+        PyObject *id = id_from_digest(digest);
         if (id == NULL || PyList_Append(out, id) < 0) {
             Py_XDECREF(id);
             goto fail;
@@ -591,12 +698,18 @@ static PyMethodDef methods[] = {
      "fvj1_encode(value) -> object: values.encode for the common case, else Unsupported."},
     {"flat_object", py_flat_object, METH_O,
      "flat_object(value) -> bool: a dict tree of plain scalars only (no arrays)."},
+    {"nested_keys", py_nested_keys, METH_O,
+     "nested_keys(dict) -> list | None: None when flat_object, else the keys whose "
+     "values are not of an exact scalar type, in the dict's order."},
     {"shorten_links", py_shorten_links, METH_VARARGS,
      "shorten_links(text, head, tail) -> str: same-space links as U+0001 and the ID."},
     {"cause_ids", py_cause_ids, METH_VARARGS,
      "cause_ids(prefix, encodings, suffix) -> list[str]: cell IDs of encoded causes."},
     {"links", py_links, METH_VARARGS,
      "links(ids, space) -> list: a Link to each cell ID, as Link.trusted makes one."},
+    {"native_sha256", py_native_sha256, METH_NOARGS,
+     "native_sha256() -> bool: whether libcrypto's SHA-256 is called directly."},
+    {"sha256", py_sha256, METH_O, "sha256(data) -> bytes: the digest cause_ids uses."},
     {"stored_keys", py_stored_keys, METH_O,
      "stored_keys(ids) -> list: cell_keys.key of each cell ID."},
     {"set_types", py_set_types, METH_VARARGS,
@@ -626,6 +739,7 @@ PyInit__cells(void)
     Py_DECREF(hashlib);
     if (sha256_func == NULL)
         goto fail;
+    find_native_sha256(); /* after hashlib: its libcrypto is loaded by now */
     INTERN(s_id, "id");
     INTERN(s_space, "space");
     INTERN(s_path, "path");

@@ -23,9 +23,7 @@ every chunk and refusing a record whose hashes or lengths do not match its conte
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -40,6 +38,7 @@ from lib.chunking import (
     iter_chunks,
 )
 from lib.errors import CodedError
+from lib.gc_pause import gc_paused
 from lib.hashing import Encoded, clear_string_cache, content_hash
 from lib.memory_release import note_large_session
 from lib.session_key import normalize_key_parts, session_key
@@ -179,12 +178,12 @@ def prepare_session(
     if events is None:
         events = snapshot.events
     source, session = normalize_key_parts(source_id, snapshot.summary.native_session_id)
-    # one pydantic dump for the small views; events are captured one by one while chunking
-    views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
-    summary, summary_stream, _, summary_exact = capture_encoded(views["summary"])
-    messages, messages_stream, _, messages_exact = capture_encoded(views["normalizedMessages"])
-    del views  # the captures share its strings; its containers can go before chunking
-    with _gc_paused():
+    with gc_paused():  # captures and chunking make many containers and no cycles
+        # one pydantic dump for the small views; events are captured one by one while chunking
+        views = snapshot.model_dump(by_alias=True, include={"summary", "normalized_messages"})
+        summary, summary_stream, _, summary_exact = capture_encoded(views["summary"])
+        messages, messages_stream, _, messages_exact = capture_encoded(views["normalizedMessages"])
+        del views  # the captures share its strings; its containers can go before chunking
         chunks = tuple(iter_chunks(_consumed(events) if consume else events, target_chunk_bytes))
     _after_walk(chunks)
     return PreparedSession(
@@ -228,20 +227,6 @@ def _after_walk(chunks: Iterable[EventChunk]) -> None:
         note_large_session()
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while capturing: the walk allocates many containers
-    (each allocation burst triggers collections that traverse every live object, the
-    caller's parsed session included) and creates no cycles for it to find."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _field(obj: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
     value = obj.get(name)
     if not isinstance(value, kinds):
@@ -282,7 +267,7 @@ def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
         raise PrepareError("invalid-prepared-record", f"prepared record {key} has an invalid view: {exc.errors()[0]['msg']}") from None
     if not raw_chunks:
         raise PrepareError("invalid-prepared-record", f"prepared record {key} has no chunks")
-    with _gc_paused():
+    with gc_paused():
         chunks = [_read_chunk(key, part, raw) for part, raw in enumerate(raw_chunks)]
     _after_walk(chunks)
     summary, summary_stream, _, summary_exact = capture_encoded(raw_summary)

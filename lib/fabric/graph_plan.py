@@ -36,7 +36,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import lib.hashing as _hashing
 from lib.errors import CodedError
@@ -64,8 +64,10 @@ class GraphPlanError(CodedError, ValueError):
 
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedCell:
+class PlannedCell(NamedTuple):
+    """One planned cell. A named tuple: one is made per array element, and a frozen
+    dataclass's __init__ sets each field through object.__setattr__."""
+
     id: str
     cause: Any
     value: Any
@@ -114,26 +116,31 @@ class _Planner:
             return self.plan_array(value, scope, path)
         if t is Link:
             return value  # links are atomic
-        if t is dict and _flat_object is not None and _flat_object(value):
-            return value  # no array anywhere below: nothing to plan (lib._cells)
+        if t is dict and _nested_keys is not None:
+            nested = _nested_keys(value)  # lib._cells: None when no array is below
+            return value if nested is None else self.convert_fields(value, nested, scope, path)
         if t is dict or (t is not str and is_object(value)):
-            out: dict[str, Any] | None = None
             nested = [k for k, v in value.items() if type(v) not in _LEAF_TYPES]
-            if len(nested) > 1:
-                nested = _sorted(nested)  # cells in the same order whatever the key order
-            for k in nested:
-                v = value[k]
-                c = self.convert(v, scope, (*path, k))
-                if c is not v:
-                    if out is None:
-                        out = dict(value)
-                    out[k] = c
-            if out is None:
-                return value if isinstance(value, dict) else dict(value)
-            return out
+            return self.convert_fields(value, nested, scope, path)
         if t is list or t is tuple or (t is not str and is_array(value)):
             return self.plan_array(value, scope, path)
         return value
+
+    def convert_fields(self, value: Any, nested: list[Any], scope: _Scope, path: tuple[str, ...]) -> Any:
+        """An object with the values of its `nested` keys (those not plain scalars) converted."""
+        out: dict[str, Any] | None = None
+        if len(nested) > 1:
+            nested = _sorted(nested)  # cells in the same order whatever the key order
+        for k in nested:
+            v = value[k]
+            c = self.convert(v, scope, (*path, k))
+            if c is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = c
+        if out is None:
+            return value if isinstance(value, dict) else dict(value)
+        return out
 
     def plan_array(self, items: Any, scope: _Scope, path: tuple[str, ...]) -> list[Any]:
         identities = self.identities(items)
@@ -145,7 +152,7 @@ class _Planner:
         ids = _ids_of_encoded_causes(encodings)
         made = iter(_links_to(ids, self.space))  # cell IDs made here, the graph's space
         at = 0
-        flat = _flat_object
+        nested_keys = _nested_keys
         for item, found in zip(items, identities, strict=True):
             if found is None:
                 links.append(item)  # HOLE or UNDEFINED stays in place
@@ -158,8 +165,10 @@ class _Planner:
             }
             # children of this element are scoped by its complete cause, paths restart
             t = type(item)
-            if t is dict and flat is not None and flat(item):
-                value: Any = item  # no array below it: nothing to plan
+            if t is dict and nested_keys is not None:
+                nested = nested_keys(item)  # None: no array below it, nothing to plan
+                value: Any = item if nested is None else self.convert_fields(
+                    item, nested, _Scope(cause, encodings[at]), ())
             elif t is list or t is tuple or (t is not dict and is_array(item)):
                 value = self.plan_array(item, _Scope(cause, encodings[at]), ())
             else:
@@ -246,9 +255,10 @@ class _Planner:
             except RecursionError:
                 raise GraphPlanError("too-deep", "value is nested too deeply to hash") from None
         view = memoryview(stream)
+        sha = _digest_of
         for key, start, end in marks:
-            self.digests[key] = _sha256(view[start:end]).digest()
-        whole = _sha256(view).digest()
+            self.digests[key] = sha(view[start:end])
+        whole = sha(view)
         view.release()
         return whole
 
@@ -302,7 +312,15 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
     return [Link.trusted(i, space) for i in ids]
 
 
-_flat_object = CELLS.flat_object if CELLS is not None else None
+_nested_keys = CELLS.nested_keys if CELLS is not None else None
+
+
+def _hashlib_digest(data: Any) -> bytes:
+    return _sha256(data).digest()
+
+
+# sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
+_digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
 
 
 def _leb128(n: int) -> bytes:

@@ -6,6 +6,7 @@ IDs and the planned graphs. A user without a compiler gets the same bytes."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import os
 import random
@@ -63,13 +64,14 @@ class pure_python:
 
     def __enter__(self):
         self.saved = (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-                      graph_plan._flat_object)
+                      graph_plan._nested_keys, graph_plan._digest_of)
         values._fast_encode = stored_values._shorten = graph_plan.CELLS = None
-        graph_plan._flat_object = None
+        graph_plan._nested_keys = None
+        graph_plan._digest_of = graph_plan._hashlib_digest
 
     def __exit__(self, *exc):
         (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-         graph_plan._flat_object) = self.saved
+         graph_plan._nested_keys, graph_plan._digest_of) = self.saved
 
 
 def test_the_install_builds_the_extension_wherever_a_compiler_exists():
@@ -247,3 +249,34 @@ def test_links_made_in_c_are_the_links_link_trusted_makes():
     assert made == [Link.trusted(i, SPACE) for i in ids] == [Link(i, SPACE) for i in ids]
     assert all(type(link) is Link and link.path == () for link in made)
     assert values.dumps(made) == reference_dumps(made)
+
+
+def test_the_native_sha256_is_hashlibs_for_every_length():
+    # cause_ids hashes with libcrypto's SHA256_* directly where hashlib's libcrypto is loaded
+    rng = random.Random(5)
+    for n in [*range(0, 200), 447, 448, 511, 512, 513, 4096, 100_003]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert _cells.sha256(data) == hashlib.sha256(data).digest()
+        assert _cells.sha256(memoryview(data)) == hashlib.sha256(data).digest()
+
+
+def test_cause_ids_use_libcrypto_directly_wherever_hashlib_uses_openssl():
+    openssl = hashlib.sha256.__module__ == "_hashlib"
+    assert _cells.native_sha256() == openssl or not openssl
+    head = graph_plan._CAUSAL_HEAD
+    encodings = [bytes([i % 256]) * (i * 7) for i in range(300)]  # lengths across block edges
+    expected = [graph_plan._id_of_encoded_cause(e) for e in encodings]
+    assert _cells.cause_ids(head, encodings, b"\x00") == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(cell_values)
+def test_nested_keys_is_the_planners_flat_check_and_key_list(value):
+    if type(value) is not dict:
+        with pytest.raises(TypeError):
+            _cells.nested_keys(value)
+        return
+    expected = None if _cells.flat_object(value) else [
+        k for k, v in value.items() if type(v) not in graph_plan._LEAF_TYPES
+    ]
+    assert _cells.nested_keys(value) == expected
