@@ -17,9 +17,9 @@ scheduler gave to other programs (the process's other threads count too, so noth
 driver did elsewhere is hidden).
 
 The ratio of one process varies from process to process far more than from round to
-round (quiet runs of one process gave 1.07 to 1.54x, while callgrind counts the same
-instructions in every process: it is how a process's memory happens to lay out, not
-work). So the rounds run in several fresh child processes, one after another, each over
+round (quiet runs of one process gave 1.07 to 1.54x, while callgrind counted the same
+instructions for a round in every process: it is how a process's memory happens to lay
+out, not work). So the rounds run in several fresh child processes, one after another, each over
 the same fixture, each alternating the same two sides over the same sessions; each
 process gives one ratio (its best driver round over its best bare round), and the figure
 is the median of those ratios, reported with their range. Target: that median within
