@@ -6,11 +6,12 @@ programs read); Python attributes are snake_case and pydantic aliases bridge the
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 DriverKind = Literal["claude-agent-sdk", "codex-app-server", "acp"]
@@ -172,6 +173,14 @@ class SessionPage(WireModel):
     next_cursor: str | None = None
 
 
+# `preview(text)` for a validated `str` (pydantic hands its validators an exact `str`,
+# even for a subclass), as a C callable: the first PREVIEW_LIMIT characters, the string
+# itself when it is no longer. A Python validator cost a frame per message (every read
+# validates every message); a validator, not a `max_length` constraint, because a longer
+# text is cut, not refused.
+_BOUNDED_PREVIEW = operator.itemgetter(slice(None, PREVIEW_LIMIT))
+
+
 class NormalizedMessage(WireModel):
     model_config = ConfigDict(defer_build=True)  # built on first use (DEFERRED_MODELS)
 
@@ -180,13 +189,8 @@ class NormalizedMessage(WireModel):
     role: MessageRole
     kind: str
     timestamp: str | None = None
-    text: str = ""
+    text: Annotated[str, AfterValidator(_BOUNDED_PREVIEW)] = ""  # bounded as `preview` bounds it
     event_index: int
-
-    @field_validator("text")
-    @classmethod
-    def _preview_is_bounded(cls, value: str) -> str:
-        return preview(value)
 
 
 class NativeSessionSnapshot(WireModel):

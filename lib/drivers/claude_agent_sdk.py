@@ -32,16 +32,17 @@ from lib.drivers.claude_listing import ListingSnapshot, parse_offset
 from lib.drivers.claude_loop import ClaudeLoop
 from lib.drivers.claude_options import (
     CONFIG_OPTIONS,
-    MODEL_OPTION,
     MODES,
     config_dir_of,
     conversation_fields,
     is_uuid,
     modes_of,
+    refused_option,
     start_directory,
+    unsupported_mode,
 )
 from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, PendingPrompt
-from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
+from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter, provider_call
 from lib.drivers.claude_sessions import (
     message_events,
     normalized_rows,
@@ -326,13 +327,9 @@ class ClaudeAgentSdkDriver(AgentDriver):
         return CommandExecutionResult(status="succeeded", result={"mode": mode})
 
     def set_config_option(self, native_session_id: str, key: str, value: Any) -> CommandExecutionResult:
-        if key != MODEL_OPTION:
-            return CommandExecutionResult.failure(
-                "unsupported", "unsupported-option",
-                f"source {self.source.id} has no option {key!r}; it has: {MODEL_OPTION}")
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            return CommandExecutionResult.failure(
-                "failed", "invalid-value", "the model must be a non-empty string (or null for Claude's default)")
+        refused = refused_option(self.source.id, key, value)
+        if refused is not None:
+            return refused
         with self._lock:
             if value is None:
                 self._models.pop(native_session_id, None)
@@ -392,23 +389,7 @@ class ClaudeAgentSdkDriver(AgentDriver):
         return conversation_fields(self.config, directory, mode=mode, model=model)
 
     def _unsupported_mode(self, mode: str) -> CommandExecutionResult:
-        return CommandExecutionResult.failure(
-            "unsupported", "unsupported-mode",
-            f"source {self.source.id} has no mode {mode!r}; it has: {', '.join(self.source.capabilities.modes)}")
+        return unsupported_mode(self.source.id, mode, self.source.capabilities.modes)
 
     def _provider_call(self, name: str, call: Callable[[], _T]) -> _T:
-        """One SDK call; anything it raises becomes a DriverError naming the call and the
-        source (the SDK's own words are the detail, not the message: they can quote
-        file content)."""
-        try:
-            return call()
-        except DriverError:
-            raise
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            report_provider_output(f"the Claude Agent SDK's {name} (source {self.source.id})", detail)
-            raise DriverError(
-                "provider-error",
-                f"the Claude Agent SDK's {name} failed for source {self.source.id} ({type(exc).__name__})",
-                detail=detail,
-            ) from None
+        return provider_call(self.source.id, name, call)  # failures as DriverErrors

@@ -39,6 +39,23 @@ def modes_of(config: AgentSourceConfig) -> list[str]:
     return sorted([*MODES, BYPASS] if config.allow_danger_full_access else MODES)
 
 
+def unsupported_mode(source_id: str, mode: str, modes: list[str]) -> CommandExecutionResult:
+    return CommandExecutionResult.failure(
+        "unsupported", "unsupported-mode", f"source {source_id} has no mode {mode!r}; it has: {', '.join(modes)}")
+
+
+def refused_option(source_id: str, key: str, value: Any) -> CommandExecutionResult | None:
+    """Why `set_config_option(key, value)` is refused (None: it is not): the model is the
+    only option, a non-empty string or null for Claude's default."""
+    if key != MODEL_OPTION:
+        return CommandExecutionResult.failure(
+            "unsupported", "unsupported-option", f"source {source_id} has no option {key!r}; it has: {MODEL_OPTION}")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        return CommandExecutionResult.failure(
+            "failed", "invalid-value", "the model must be a non-empty string (or null for Claude's default)")
+    return None
+
+
 def is_uuid(text: str) -> bool:
     """A UUID in its canonical lowercase form (Claude names session files by it)."""
     try:

@@ -4,7 +4,8 @@ The session functions (`list_sessions`, `get_session_info`, `get_session_message
 `rename_session`) are synchronous filesystem work that read `CLAUDE_CONFIG_DIR` from
 `os.environ` at call time and take no environment argument, so the adapter sets that one
 variable for the length of one call, under one process-wide lock, and puts back what was
-there (the spec's "short serialized environment change", for these calls only).
+there (the spec's "short serialized environment change", for these calls only;
+environment_switch.py).
 
 Prompts never touch our environment: `client(options)` makes a `ClaudeSDKClient` whose
 `ClaudeAgentOptions.env` carries the source's values (the SDK merges them over a copy of
@@ -16,78 +17,34 @@ messages up to the result, disconnect. That is the same CLI run `query()` makes.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from lib.drivers.base import DriverUnavailable
+from lib.drivers.base import DriverError, DriverUnavailable
+from lib.drivers.child_channels import report_provider_output
+from lib.drivers.environment_switch import VariableSwitch
 
 CONFIG_DIR_VARIABLE = "CLAUDE_CONFIG_DIR"
-
-# One lock for every Claude source in the process: the environment is process-wide.
-_ENVIRONMENT_LOCK = threading.Lock()
 
 _T = TypeVar("_T")
 
 
-def _with_environment(name: str, value: str | None, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """`function(*args, **kwargs)` with `os.environ[name] = value` (None: left as it is),
-    under the process-wide lock; the previous value (or its absence) comes back afterwards.
-    Plain code rather than a context manager: it runs once per read, and a generator-based
-    context manager doubled its cost."""
-    if value is None:
-        return function(*args, **kwargs)
-    environ = os.environ
-    with _ENVIRONMENT_LOCK:
-        previous = environ.get(name)
-        if previous == value:  # already so (the lock keeps it so): nothing to set or put back
-            return function(*args, **kwargs)
-        environ[name] = value
-        try:
-            return function(*args, **kwargs)
-        finally:
-            if previous is None:
-                try:
-                    del environ[name]  # `pop` looks it up first: twice the work
-                except KeyError:
-                    pass
-            else:
-                environ[name] = previous
-
-
-class _VariableSwitch:
-    """`_with_environment` for one variable and value, doing what `os.environ`'s own
-    methods do (the C environment through `putenv`/`unsetenv`, and the mapping's encoded
-    items) without their Python layers: `os.environ.get` of an absent variable raises and
-    catches a KeyError inside, and the whole switch through the mapping cost four times
-    this, once per read. Where `os.environ` is not CPython's `os._Environ` (no `_data`
-    dict of encoded items), it goes through the mapping as above."""
-
-    def __init__(self, name: str, value: str) -> None:
-        self.name, self.value = name, value
-        self._key, self._encoded = os.environ.encodekey(name), os.environ.encodevalue(value)
-
-    def call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        data = getattr(os.environ, "_data", None)
-        if type(data) is not dict:
-            return _with_environment(self.name, self.value, function, *args, **kwargs)
-        key, value = self._key, self._encoded
-        with _ENVIRONMENT_LOCK:
-            previous = data.get(key)
-            if previous == value:  # already so (the lock keeps it so): nothing to set or put back
-                return function(*args, **kwargs)
-            os.putenv(key, value)
-            data[key] = value
-            try:
-                return function(*args, **kwargs)
-            finally:
-                if previous is None:
-                    os.unsetenv(key)
-                    data.pop(key, None)
-                else:
-                    os.putenv(key, previous)
-                    data[key] = previous
+def provider_call(source_id: str, name: str, call: Callable[[], _T]) -> _T:
+    """One SDK call of source `source_id`'s driver; anything it raises becomes a
+    DriverError naming the call and the source (the SDK's own words are the detail, not
+    the message: they can quote file content)."""
+    try:
+        return call()
+    except DriverError:
+        raise
+    except Exception as exc:
+        detail = f"{type(exc).__name__}: {exc}"
+        report_provider_output(f"the Claude Agent SDK's {name} (source {source_id})", detail)
+        raise DriverError(
+            "provider-error",
+            f"the Claude Agent SDK's {name} failed for source {source_id} ({type(exc).__name__})",
+            detail=detail,
+        ) from None
 
 
 class ClaudeSdkAdapter:
@@ -109,7 +66,7 @@ class ClaudeSdkAdapter:
             ) from None
         self._sdk = claude_agent_sdk
         self.config_dir = config_dir
-        self._switch = _VariableSwitch(CONFIG_DIR_VARIABLE, config_dir) if config_dir is not None else None
+        self._switch = VariableSwitch(CONFIG_DIR_VARIABLE, config_dir) if config_dir is not None else None
         self.cli_version: str | None = __cli_version__
 
     def _call(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

@@ -113,8 +113,11 @@ def message_event(message: Any) -> dict[str, Any]:
 
 
 def message_events(messages: list[Any]) -> list[dict[str, Any]]:
-    """`message_event` of each message, the record type looked up once per run of
-    messages of one type (a read's are all `SessionMessage`s)."""
+    """Each message's native event: `message_event`'s fields, but a record's own instance
+    dict rather than a copy of it. The SDK parses a call's messages afresh and drops its
+    records once it returns them, so the dict is the event's alone (as `message_event`'s
+    copy of it would be). The record type is looked up once per run of messages of one
+    type (a read's are all `SessionMessage`s)."""
     events: list[dict[str, Any]] = []
     known: type | None = None
     names: tuple[str, ...] | None = None
@@ -123,7 +126,7 @@ def message_events(messages: list[Any]) -> list[dict[str, Any]]:
             known, names = type(message), _field_names(type(message))
         attributes = getattr(message, "__dict__", None) if names is not None else None
         if attributes is not None and len(attributes) == len(names):  # see `_field_names`
-            events.append(attributes.copy())
+            events.append(attributes)
         else:
             events.append(_plain(message))
     return events

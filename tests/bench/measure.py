@@ -92,3 +92,15 @@ def p95_ms(values: list[float]) -> str:
     """The 95th percentile of `values` (seconds, nearest rank below) in milliseconds."""
     ordered = sorted(values)
     return f"{ordered[int(0.95 * (len(ordered) - 1))] * 1000:.1f}"
+
+
+def run_children(processes: int, module: str, function: str, *args: Any) -> list[dict[str, Any]]:
+    """`run_child(module, function, *args)` in `processes` fresh processes, one after
+    another (never side by side, so they do not compete for the CPU): for a figure whose
+    spread is between processes, not within one, each process is one sample."""
+    return [run_child(module, function, *args) for _ in range(processes)]
+
+
+def median_and_range(values: list[float]) -> tuple[float, float, float]:
+    """The median of `values`, and their smallest and largest: a figure and its spread."""
+    return statistics.median(values), min(values), max(values)

@@ -9,11 +9,13 @@ value, still gives every SDK call the source's directory and leaves the variable
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import random
 import subprocess
 
 from claude_agent_sdk.types import SDKSessionInfo, SessionMessage
+from pydantic import ValidationError, field_validator
 
 from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
 from lib.drivers.claude_sessions import (
@@ -25,7 +27,14 @@ from lib.drivers.claude_sessions import (
     summary_from_info,
 )
 from lib.drivers.codex_threads import iso_time
-from lib.types import PREVIEW_LIMIT
+from lib.types import (
+    PREVIEW_LIMIT,
+    MessageRole,
+    NativeSessionSnapshot,
+    NormalizedMessage,
+    WireModel,
+    preview,
+)
 from tests.support.claude_home import make_config_dir, many_sessions
 
 
@@ -46,14 +55,15 @@ def test_summary_times_are_exactly_iso_time_of_the_sdks_milliseconds():
     assert (different.created_at, different.updated_at) == ("2026-03-02T13:59:00.000Z", "2026-03-02T13:59:00.123Z")
 
 
-def test_events_are_each_messages_fields_in_field_order_as_new_dicts():
+def test_events_are_each_messages_fields_in_field_order_as_the_records_own_dicts():
     messages = [SessionMessage(type="user", uuid=f"u{n}", session_id="s", message={"content": f"m{n}"}) for n in range(3)]
     events = message_events(messages)
     names = [field.name for field in dataclasses.fields(SessionMessage)]
     for message, event in zip(messages, events, strict=True):
         assert list(event) == names
         assert event == {name: getattr(message, name) for name in names}
-        assert event is not vars(message) and event == message_event(message)
+        # The record's own dict (the SDK drops its records), equal to message_event's copy.
+        assert event is vars(message) and event == message_event(message) and message_event(message) is not event
     assert message_events([{"type": "user"}]) == [{"type": "user"}]
 
 
@@ -77,6 +87,50 @@ def test_normalized_messages_map_ids_roles_and_text_of_every_content_shape():
         ("message-5", "other", "unknown", "", 5, None),
     ]
     assert normalized_messages([]) == []
+
+
+class _PythonValidatedMessage(WireModel):
+    """NormalizedMessage as it was: `text` bounded by a Python `preview` validator."""
+
+    id: str
+    parent_id: str | None = None
+    role: MessageRole
+    kind: str
+    timestamp: str | None = None
+    text: str = ""
+    event_index: int
+
+    @field_validator("text")
+    @classmethod
+    def _preview_is_bounded(cls, value: str) -> str:
+        return preview(value)
+
+
+def test_a_normalized_messages_text_is_bounded_and_refused_exactly_as_by_the_python_preview_validator():
+    class Sub(str):
+        pass
+
+    class Named(enum.StrEnum):
+        A = "named"
+
+    texts: list[object] = ["", "a", " ", "x" * (PREVIEW_LIMIT - 1), "y" * PREVIEW_LIMIT, "z" * (PREVIEW_LIMIT + 1),
+                           "w" * 10_000, "é" * 600 + "\U0001f600", Sub("s" * 700), Sub("short"), Named.A,
+                           b"bytes", bytearray(b"b" * 600), None, 7, 1.5, ["list"], {"text": "x"}]
+    for text in texts:
+        fields = {"id": "m", "role": "user", "kind": "user", "text": text, "eventIndex": 0}
+        for strict in (False, True):
+            try:
+                expected: object = _PythonValidatedMessage.model_validate(fields, strict=strict).text
+            except ValidationError as exc:
+                expected = exc.errors(include_url=False)
+            try:
+                got: object = NormalizedMessage.model_validate(fields, strict=strict).text
+            except ValidationError as exc:
+                got = exc.errors(include_url=False)
+            assert got == expected and type(got) is type(expected), (text, strict)
+    many = NativeSessionSnapshot.model_validate({"summary": {"nativeSessionId": "s"}, "normalizedMessages": [
+        {"id": str(n), "role": "user", "kind": "user", "text": "t" * n, "eventIndex": n} for n in range(495, 506)]})
+    assert [len(m.text) for m in many.normalized_messages] == [495, 496, 497, 498, 499] + [PREVIEW_LIMIT] * 6
 
 
 def test_sdk_calls_see_the_sources_config_dir_whatever_the_environment_held_and_leave_it_as_it_was(
