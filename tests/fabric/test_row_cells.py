@@ -16,7 +16,13 @@ import lib.fabric.row_cells as row_cells
 from lib.fabric import values
 from lib.fabric.cell_id import all_session_index_cause
 from lib.fabric.graph_plan import plan_graph
-from lib.fabric.packed_previews import PreviewCells, PreviewSpill, SpilledPreviews, packed_row, unpacked_row
+from lib.fabric.packed_previews import (
+    PreviewCells,
+    PreviewSpill,
+    SpilledPreviews,
+    packed_row,
+    unpacked_row,
+)
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.values import Link
