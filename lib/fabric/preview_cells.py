@@ -16,6 +16,7 @@ from lib.fabric.element_identity import natural_identity
 from lib.hashing import encode_value
 
 LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
 
 
 def preview_cells(messages: Any) -> tuple[list[bytes], list[str]] | None:
@@ -25,15 +26,17 @@ def preview_cells(messages: Any) -> tuple[list[bytes], list[str]] | None:
         return None
     encodings: list[bytes] = []
     texts: list[str] = []
+    leaf, keys = LEAF_TYPES.issuperset, _STR.issuperset
     for message in messages:
-        if type(message) is not dict:
+        if type(message) is not dict or not leaf(map(type, message.values())) or not keys(map(type, message)):
             return None
-        for name, value in message.items():
-            if type(value) not in LEAF_TYPES or type(name) is not str:
+        found = message.get("id")
+        if type(found) is str and found and "key" not in message:
+            identity: dict[str, Any] | None = {"field": "id", "value": found}  # rule 1, as natural_identity
+        else:
+            identity = natural_identity(message)
+            if identity is None:  # a content-hash identity: left to the planner
                 return None
-        identity = natural_identity(message)
-        if identity is None:  # a content-hash identity: left to the planner
-            return None
         encodings.append(encode_value(identity))
         texts.append(values.dumps(message))
     if len(set(encodings)) != len(encodings):  # siblings of one identity: collision rules
