@@ -223,10 +223,8 @@ def commit_indexes(
     for start in range(0, len(pending), ROW_BATCH):
         # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
         direct, rest = direct_rows(pending[start : start + ROW_BATCH], array_scope, linked)
-        early_texts: list[tuple[str, str]] = []
         for row in direct:
             links[row.key] = row.link
-            early_texts.extend(row.cells)
         early: list[PlannedCell] = []
         if rest:
             batch = [unpacked_row(r) for r in rest]
@@ -241,15 +239,17 @@ def commit_indexes(
                 else:
                     early.extend(cells_of_row)
             del planned, batch
-        if early or early_texts:
+        if early or direct:
             with target.store.transaction(space, target.writer) as tx:
                 for child in early:
                     tx.write(child.id, child.value, target.labels)
-                for cell, text in early_texts:
-                    tx.write(cell, None, target.labels, text=text)
+                for row in direct:
+                    for cell, text in zip(row.ids, row.texts, strict=True):
+                        tx.write(cell, None, target.labels, text=text)
+                    written += len(row.ids)
                 tx.commit()
-            written += len(early) + len(early_texts)
-        del direct, early_texts
+            written += len(early)
+        del direct
     graphs = (
         _plan_index(recent_cause, recent, array_scope, links),
         _plan_index(all_cause, complete, array_scope, links),

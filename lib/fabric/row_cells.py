@@ -52,12 +52,17 @@ _PREVIEWS_PATH = encode_value([PREVIEWS])
 
 
 class DirectRow:
-    """A row's cells as (cell ID, fvj1 text), its previews' first and the row cell last."""
+    """A row's cells: their IDs and fvj1 texts (two lists, no pair per cell), its
+    previews' first and the row cell last."""
 
-    __slots__ = ("key", "link", "cells")
+    __slots__ = ("key", "link", "ids", "texts")
 
-    def __init__(self, key: str, link: Link, cells: list[tuple[str, str]]) -> None:
-        self.key, self.link, self.cells = key, link, cells
+    def __init__(self, key: str, link: Link, ids: list[str], texts: list[str]) -> None:
+        self.key, self.link, self.ids, self.texts = key, link, ids, texts
+
+    @property
+    def cells(self) -> list[tuple[str, str]]:
+        return list(zip(self.ids, self.texts, strict=True))
 
 
 def direct_rows(
@@ -99,9 +104,9 @@ def direct_rows(
         ids = preview_ids[at : at + len(texts)]
         fields[PREVIEWS] = preview_links[at : at + len(texts)]
         at += len(texts)
-        cells = list(zip(ids, texts, strict=True))
-        cells.append((row_id, values.dumps(fields)))
-        out.append(DirectRow(row["key"], Link.trusted(row_id, space), cells))
+        ids.append(row_id)
+        texts.append(values.dumps(fields))
+        out.append(DirectRow(row["key"], Link.trusted(row_id, space), ids, texts))
     if len(rest) < len(rows):  # keep the caller's order among the rest (planned as one batch)
         order = {id(row): i for i, row in enumerate(rows)}
         rest.sort(key=lambda row: order[id(row)])
