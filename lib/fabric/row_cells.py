@@ -7,9 +7,9 @@ preview, named by the preview's own identity inside the row's cause, and the row
 named by the row's `key`, its previews replaced by links to those cells. So it is
 assembled here instead of planned:
 
-- when a row is observed, `preview_cells.preview_cells` keeps each preview's identity encoding and
-  fvj1 text (packed_previews.PreviewCells), what the planner and the store would
-  compute from it at the commit after decoding the previews again;
+- when a row is observed, `preview_cells.preview_cells` keeps each preview's identity
+  encoding and fvj1 text (packed_previews.PreviewCells), what the planner and the store
+  would compute from it at the commit after decoding the previews again;
 - at the commit, `direct_rows` names the cells from those encodings (one C call for a
   batch of rows) and writes the row cell's text from the row's fields.
 
@@ -117,9 +117,12 @@ def _fields(row: Mapping[str, Any]) -> dict[str, Any] | None:
     """The row as a dict to encode (a copy), or None when a field other than the previews
     would make cells of its own (a non-empty array) or is not plain."""
     fields = row.plain() if isinstance(row, PackedRow) else dict(row)
-    for name, value in fields.items():
-        if name != PREVIEWS and type(value) not in _LEAF_TYPES and not _cell_free(value):
-            return None
+    try:
+        for name, value in fields.items():
+            if name != PREVIEWS and type(value) not in _LEAF_TYPES and not _cell_free(value):
+                return None
+    except RecursionError:  # the planner gives that its own error (too-deep)
+        return None
     return fields
 
 
