@@ -23,6 +23,7 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, same_previews, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.schemas import (
     SESSION_INDEX_ARRAY_SCOPE,
     FabricSchemaError,
@@ -220,25 +221,35 @@ def commit_indexes(
     planning = {r["key"] for r in pending}
     pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
     for start in range(0, len(pending), ROW_BATCH):
-        batch = [unpacked_row(r) for r in pending[start : start + ROW_BATCH]]
-        planned = plan_graph(all_cause, {"sessions": batch}, array_scope)
-        row_links = planned.root.value["sessions"]
-        for row, link in zip(batch, row_links, strict=True):
-            links[row["key"]] = link
+        # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
+        direct, rest = direct_rows(pending[start : start + ROW_BATCH], array_scope, linked)
+        for row in direct:
+            links[row.key] = row.link
         early: list[PlannedCell] = []
-        for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
-            if row_cell in linked:
-                for child in cells_of_row:
-                    final.setdefault(child.id, child)
-            else:
-                early.extend(cells_of_row)
-        del planned, batch
-        if early:
+        if rest:
+            batch = [unpacked_row(r) for r in rest]
+            planned = plan_graph(all_cause, {"sessions": batch}, array_scope)
+            row_links = planned.root.value["sessions"]
+            for row, link in zip(batch, row_links, strict=True):
+                links[row["key"]] = link
+            for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
+                if row_cell in linked:
+                    for child in cells_of_row:
+                        final.setdefault(child.id, child)
+                else:
+                    early.extend(cells_of_row)
+            del planned, batch
+        if early or direct:
             with target.store.transaction(space, target.writer) as tx:
                 for child in early:
                     tx.write(child.id, child.value, target.labels)
+                for row in direct:
+                    for cell, text in zip(row.ids, row.texts, strict=True):
+                        tx.write(cell, None, target.labels, text=text)
+                    written += len(row.ids)
                 tx.commit()
             written += len(early)
+        del direct
     graphs = (
         _plan_index(recent_cause, recent, array_scope, links),
         _plan_index(all_cause, complete, array_scope, links),
@@ -267,8 +278,8 @@ def commit_indexes(
             return 1
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
-        for graph in graphs:
-            tx.write(graph.root.id, graph.root.value, target.labels)
+        for graph in graphs:  # the roots' row links written as one text (row_cells.py)
+            tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
     target.committed[cells.all] = _committed(target, cells, complete, ordering, graphs[1], seq)

@@ -6,8 +6,12 @@ row alive (and with them the snapshot's strings). While a publication holds a ro
 previews are one of these stand-ins instead, each giving back the exact list on
 `unpack()`:
 
-- `SpilledPreviews`: a new row's previews, zlib-compressed fvj1 text appended to the
-  publication's `PreviewSpill` (an unlinked private temporary file);
+- `PreviewCells`: a new row's previews as the cells they become (each one's identity
+  encoding and fvj1 text, preview_cells.py), appended uncompressed to the publication's
+  `PreviewSpill` (an unlinked private temporary file): the commit writes those texts
+  as they are (row_cells.py), without decoding and planning the previews again;
+- `SpilledPreviews`: a new row's previews the planner must plan (preview_cells.py says
+  which), zlib-compressed fvj1 text appended to the same spill;
 - `StoredPreviews`: a prior row's previews, still in the store: read again from the
   row's cell when the row must be planned anew (its status changed);
 - `PackedPreviews`: compressed in memory (no spill at hand).
@@ -20,6 +24,7 @@ lib.fabric.values honour).
 
 from __future__ import annotations
 
+import marshal
 import os
 import tempfile
 import threading
@@ -29,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from lib.fabric import value_decoding, values
+from lib.fabric.preview_cells import preview_cells
 from lib.fabric.store import Store
 
 FIELD = "recentMessages"
@@ -84,8 +90,13 @@ class PreviewSpill:
         self._end = 0
         self._lock = threading.Lock()
 
-    def spill(self, messages: Sequence[Any]) -> SpilledPreviews:
-        packed = _pack(messages)
+    def spill(self, messages: Sequence[Any]) -> PreviewCells | SpilledPreviews:
+        cells = preview_cells(messages)
+        if cells is not None:  # marshal: (bytes, str) lists, read back only by this process
+            return PreviewCells(self, *self._append(marshal.dumps(cells)))
+        return SpilledPreviews(self, *self._append(_pack(messages)))
+
+    def _append(self, packed: bytes) -> tuple[int, int]:
         with self._lock:
             if self._file is None:
                 self._file = tempfile.TemporaryFile(prefix="agentctl-previews-")
@@ -93,7 +104,7 @@ class PreviewSpill:
             self._file.seek(offset)
             self._file.write(packed)
             self._end += len(packed)
-        return SpilledPreviews(self, offset, len(packed))
+        return offset, len(packed)
 
     def read(self, offset: int, length: int) -> bytes:
         with self._lock:
@@ -117,6 +128,22 @@ class SpilledPreviews(LazyPreviews):
 
     def unpack(self) -> list[Any]:
         return _unpack(self._spill.read(self._offset, self._length))
+
+
+class PreviewCells(LazyPreviews):
+    """Previews spilled as their cells' identity encodings and fvj1 texts."""
+
+    __slots__ = ("_spill", "_offset", "_length")
+
+    def __init__(self, spill: PreviewSpill, offset: int, length: int) -> None:
+        self._spill, self._offset, self._length = spill, offset, length
+
+    def cells(self) -> tuple[list[bytes], list[str]]:
+        """(each preview's identity encoding, each one's fvj1 text)."""
+        return marshal.loads(self._spill.read(self._offset, self._length))
+
+    def unpack(self) -> list[Any]:
+        return [value_decoding.loads(text) for text in self.cells()[1]]
 
 
 class StoredPreviews(LazyPreviews):

@@ -9,7 +9,8 @@ about 6 KB per session. A `PackedRow` keeps the row's fields as one block (JSON 
 orjson, links tagged; pickle for what JSON cannot hold exactly) appended to an unlinked
 private temporary file, its previews as the lazy stand-in they already were
 (packed_previews.py), and in memory only what every rule reads of every row: the key,
-the status and the order fields (sourceId and status shared between rows).
+the status and the order fields (sourceId and status shared between rows), and the
+gitWorktreeRoot the commit reads of every live row for the checkout rows.
 
 It is a read-only Mapping with the row's exact fields in their order: the rules read it
 as a dict, `plain()` / `dict(row)` give the plain row back (its previews still the
@@ -38,20 +39,23 @@ from lib.fabric.values import Link
 _LINK = "\x00link"  # a link's tag in the JSON block (no Fabric value starts a key with NUL)
 _JSON, _PICKLE = b"j", b"p"
 _NO_PREVIEWS = object()
-# the fields every rule reads of every row, held beside the block
+_ABSENT = object()  # a held field the row does not have
+# the fields every rule reads of every row, held beside the block (the commit reads
+# every live row's gitWorktreeRoot for the checkout rows: held, no block is decoded)
 _HELD = {"key": "key", "status": "status", "sourceId": "source_id", "updatedAt": "updated_at",
-         "createdAt": "created_at"}
+         "createdAt": "created_at", "gitWorktreeRoot": "worktree"}
 _MAX_INT = 2**63
 
 
 class PackedRow(Mapping[str, Any]):
-    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "_file", "_at", "_previews")
+    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "worktree", "_file", "_at", "_previews")
 
     key: str
-    status: Any
+    status: Any  # each held field's value, or _ABSENT
     source_id: Any
     updated_at: Any
     created_at: Any
+    worktree: Any
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         fields = dict(row)
@@ -64,10 +68,11 @@ class PackedRow(Mapping[str, Any]):
         self._file, self._at = _store(_pack(fields))
         # interned: a session's prior row and its new one share these strings
         self.key = _shared(fields["key"])
-        self.status = _shared(fields.get("status"))
-        self.source_id = _shared(fields.get("sourceId"))
-        self.updated_at = _shared(fields.get("updatedAt"))
-        self.created_at = _shared(fields.get("createdAt"))
+        self.status = _shared(fields.get("status", _ABSENT))
+        self.source_id = _shared(fields.get("sourceId", _ABSENT))
+        self.updated_at = _shared(fields.get("updatedAt", _ABSENT))
+        self.created_at = _shared(fields.get("createdAt", _ABSENT))
+        self.worktree = _shared(fields.get("gitWorktreeRoot", _ABSENT))
 
     def with_previews(self, previews: Any) -> PackedRow:
         """This row with other previews (the same fields: the block is shared)."""
@@ -83,9 +88,10 @@ class PackedRow(Mapping[str, Any]):
         held = _HELD.get(name)
         if held is not None:
             value = getattr(self, held)
-            if value is not None:  # None: absent or null, the block tells
-                return value
-        elif name == PREVIEWS and self._previews is not _NO_PREVIEWS:
+            if value is _ABSENT:
+                raise KeyError(name)
+            return value
+        if name == PREVIEWS and self._previews is not _NO_PREVIEWS:
             return self._previews
         return _fields(self._file, self._at)[name]
 
