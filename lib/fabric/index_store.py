@@ -18,7 +18,7 @@ from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
-from lib.fabric.graph_read import hydrate_value, read_graph_value
+from lib.fabric.graph_read import GraphReadError, hydrate_value, read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, same_previews, unpacked_row
@@ -31,6 +31,7 @@ from lib.fabric.schemas import (
     session_row_problem,
 )
 from lib.fabric.session_graph import GraphTarget
+from lib.fabric.value_decoding import decode
 from lib.fabric.values import Link
 from lib.hashing import value_hash
 
@@ -128,12 +129,11 @@ def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
     prior.generation = parsed.generation
     for start in range(0, len(links or ()), ROW_BATCH):
         batch = links[start : start + ROW_BATCH]  # type: ignore[index]
-        rows = hydrate_value(target.store, target.space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
-                             keep_fields={PREVIEWS})
+        rows, stored = _read_batch(target, batch)
         for position, (link, row) in enumerate(zip(batch, rows, strict=True), start=start):
             previews = row.get(PREVIEWS) if isinstance(row, dict) else None
-            stored_previews = type(link) is Link and isinstance(previews, list) and all(
-                type(m) is Link and m.space == target.space for m in previews)
+            stored_previews = id(row) in stored or (type(link) is Link and isinstance(previews, list) and all(
+                type(m) is Link and m.space == target.space for m in previews))
             if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
                 row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
             problem = session_row_problem({**row, PREVIEWS: []} if stored_previews else row)
@@ -152,6 +152,62 @@ def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
             prior.rows[row.key] = row
             if type(link) is Link:
                 prior.row_links[row.key] = link
+
+
+def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], set[int]]:
+    """A batch of the complete index's rows hydrated as `hydrate_value` hydrates them
+    (previews kept as stored), and the ids of the rows whose previews are known to be
+    links into this space (so left in their cell, as StoredPreviews, unread).
+
+    When every row is a same-space link at no path (what commit_indexes writes), the
+    store leaves each row's previews as their fvj1 JSON (`keep_fields`): a preview link
+    is checked by its JSON's shape, without making a Link of it (issue 14 goal 3: 45,000
+    of them at 3,000 threads). Previews of another shape are decoded, as before."""
+    space = target.space
+    if not all(type(link) is Link and link.space == space and not link.path for link in batch):
+        rows = hydrate_value(target.store, space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
+                             keep_fields={PREVIEWS})
+        return rows, set()
+    found = dict(target.store.iter_many(space, [link.id for link in batch], keep_fields=_KEPT))
+    rows, stored = [], set()
+    for link in batch:
+        document = found.get(link.id)
+        if document is None:
+            raise GraphReadError("missing-cell", f"cell {link.id} (the graph root) is missing from space {space}")
+        row = document.value
+        previews = row.get(PREVIEWS) if type(row) is dict else None
+        if previews is not None:
+            same_space = type(previews) is list and all(_same_space_link_json(m, space) for m in previews)
+            if not same_space:  # decoded, as the store decodes any value
+                row = {**row, PREVIEWS: decode(previews)}
+        row = hydrate_value(target.store, space, row, preserve_link_fields=PRESERVED_LINK_FIELDS,
+                            keep_fields=_KEPT)
+        if previews is not None and same_space:
+            stored.add(id(row))
+        rows.append(row)
+    return rows, stored
+
+
+_KEPT = frozenset({PREVIEWS})
+
+
+def _same_space_link_json(item: Any, space: str) -> bool:
+    """Whether `item` is the fvj1 JSON of a link into `space` at no path (what the store
+    would decode to such a Link: `{"/quote": {"/": {"link@1": {id, path, space}}}}`)."""
+    if type(item) is not dict or len(item) != 1:
+        return False
+    quoted = item.get("/quote")
+    if type(quoted) is not dict or len(quoted) != 1:
+        return False
+    tagged = quoted.get("/")
+    if type(tagged) is not dict or len(tagged) != 1:
+        return False
+    body = tagged.get("link@1")
+    if type(body) is not dict or len(body) != 3:
+        return False
+    link_id = body.get("id")
+    return (body.get("space") == space and body.get("path") == [] and type(body.get("path")) is list
+            and type(link_id) is str and link_id.startswith("of:"))
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:

@@ -236,7 +236,9 @@ class SQLiteStore(Store):
             ).fetchone()
         return 0 if row is None else row[0]
 
-    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+    def iter_many(
+        self, space: str, cell_ids: Iterable[str], *, keep_fields: frozenset[str] = frozenset()
+    ) -> Iterator[tuple[str, Document]]:
         # Batched primary-key lookups: one query per batch instead of one per cell. A
         # batch's rows are fetched before the first yield, so no cursor stays open across
         # a yield; only one batch of stored text is in memory at once.
@@ -265,7 +267,7 @@ class SQLiteStore(Store):
                 if row is not None:
                     seq, labels, stored = row
                     text = stored_values.decode(stored, space)
-                    yield cell_id, Document(value_decoding.loads(text), labels, seq)
+                    yield cell_id, Document(value_decoding.loads(text, keep_fields), labels, seq)
 
     def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
         # one query per batch of IDs, reading no value
