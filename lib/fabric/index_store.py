@@ -10,9 +10,12 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
@@ -130,9 +133,9 @@ def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
     for start in range(0, len(links or ()), ROW_BATCH):
         batch = links[start : start + ROW_BATCH]  # type: ignore[index]
         rows, stored = _read_batch(target, batch)
-        for position, (link, row) in enumerate(zip(batch, rows, strict=True), start=start):
+        for position, (link, row, kept) in enumerate(zip(batch, rows, stored, strict=True), start=start):
             previews = row.get(PREVIEWS) if isinstance(row, dict) else None
-            stored_previews = id(row) in stored or (type(link) is Link and isinstance(previews, list) and all(
+            stored_previews = kept or (type(link) is Link and isinstance(previews, list) and all(
                 type(m) is Link and m.space == target.space for m in previews))
             if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
                 row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
@@ -154,46 +157,67 @@ def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
                 prior.row_links[row.key] = link
 
 
-def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], set[int]]:
+def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], list[bool]]:
     """A batch of the complete index's rows hydrated as `hydrate_value` hydrates them
-    (previews kept as stored), and the ids of the rows whose previews are known to be
-    links into this space (so left in their cell, as StoredPreviews, unread).
+    (previews kept as stored), and for each whether its previews are known to be links
+    into this space (so left in their cell, as StoredPreviews, unread).
 
     When every row is a same-space link at no path (what commit_indexes writes), the
-    store leaves each row's previews as their fvj1 JSON (`keep_fields`): a preview link
-    is checked by its JSON's shape, without making a Link of it (issue 14 goal 3: 45,000
-    of them at 3,000 threads). Previews of another shape are decoded, as before."""
+    store leaves each row's previews as their fvj1 JSON (`keep_fields`), and a row's
+    previews are checked by their JSON's shape without making a Link of each (issue 14
+    goal 3: 36,000 of them at 3,000 threads). Previews of another shape are decoded and
+    judged as before."""
     space = target.space
     if not all(type(link) is Link and link.space == space and not link.path for link in batch):
         rows = hydrate_value(target.store, space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
-                             keep_fields={PREVIEWS})
-        return rows, set()
+                             keep_fields=_KEPT)
+        return rows, [False] * len(rows)
     found = dict(target.store.iter_many(space, [link.id for link in batch], keep_fields=_KEPT))
-    rows, stored = [], set()
+    rows, stored = [], []
     for link in batch:
         document = found.get(link.id)
         if document is None:
             raise GraphReadError("missing-cell", f"cell {link.id} (the graph root) is missing from space {space}")
         row = document.value
         previews = row.get(PREVIEWS) if type(row) is dict else None
-        if previews is not None:
-            same_space = type(previews) is list and all(_same_space_link_json(m, space) for m in previews)
-            if not same_space:  # decoded, as the store decodes any value
-                row = {**row, PREVIEWS: decode(previews)}
-        row = hydrate_value(target.store, space, row, preserve_link_fields=PRESERVED_LINK_FIELDS,
-                            keep_fields=_KEPT)
-        if previews is not None and same_space:
-            stored.add(id(row))
+        same_space = previews is not None and _same_space_links(previews, space)
+        if previews is not None and not same_space:  # decoded, as the store decodes any value
+            row = {**row, PREVIEWS: decode(previews)}
         rows.append(row)
+        stored.append(same_space)
+    rows = hydrate_value(target.store, space, rows, preserve_link_fields=PRESERVED_LINK_FIELDS, keep_fields=_KEPT)
     return rows, stored
 
 
 _KEPT = frozenset({PREVIEWS})
+_PREVIEW_TEXT: dict[str, re.Pattern[bytes]] = {}
+
+
+def _same_space_links(previews: Any, space: str) -> bool:
+    """Whether `previews` (fvj1 JSON) is a list of links into `space` at no path: its
+    JSON text against the one shape the encoder writes (one regex match), else each item
+    by its structure."""
+    if type(previews) is not list:
+        return False
+    pattern = _PREVIEW_TEXT.get(space)
+    if pattern is None:
+        item = (rb'\{"/quote":\{"/":\{"link@1":\{"id":"of:(?:[^"\\]|\\.)*","path":\[\],"space":'
+                + re.escape(orjson.dumps(space)) + rb"\}\}\}\}")
+        pattern = re.compile(rb"\[(?:" + item + rb"(?:," + item + rb")*)?\]")
+        if len(_PREVIEW_TEXT) > 16:
+            _PREVIEW_TEXT.clear()
+        _PREVIEW_TEXT[space] = pattern
+    try:
+        if pattern.fullmatch(orjson.dumps(previews)):
+            return True
+    except TypeError:  # what orjson cannot write (json.loads read an int beyond 64 bits)
+        pass
+    return all(_same_space_link_json(m, space) for m in previews)
 
 
 def _same_space_link_json(item: Any, space: str) -> bool:
-    """Whether `item` is the fvj1 JSON of a link into `space` at no path (what the store
-    would decode to such a Link: `{"/quote": {"/": {"link@1": {id, path, space}}}}`)."""
+    """Whether `item` is the fvj1 JSON the store decodes to a Link into `space` at no
+    path: `{"/quote": {"/": {"link@1": {"id": "of:...", "path": [], "space": space}}}}`."""
     if type(item) is not dict or len(item) != 1:
         return False
     quoted = item.get("/quote")
@@ -205,8 +229,8 @@ def _same_space_link_json(item: Any, space: str) -> bool:
     body = tagged.get("link@1")
     if type(body) is not dict or len(body) != 3:
         return False
-    link_id = body.get("id")
-    return (body.get("space") == space and body.get("path") == [] and type(body.get("path")) is list
+    link_id, path = body.get("id"), body.get("path")
+    return (body.get("space") == space and type(path) is list and not path
             and type(link_id) is str and link_id.startswith("of:"))
 
 
