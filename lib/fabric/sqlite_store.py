@@ -195,8 +195,11 @@ class SQLiteStore(Store):
                 row = found.pop(cell_id, None)
                 if row is not None:
                     seq, labels, stored = row
-                    text = stored_values.decode(stored, space)
-                    yield cell_id, Document(value_decoding.loads(text, keep_fields), labels, seq)
+                    if keep_fields:
+                        value = stored_values.read_keeping(stored, space, keep_fields)
+                    else:
+                        value = value_decoding.loads(stored_values.decode(stored, space))
+                    yield cell_id, Document(value, labels, seq)
 
     def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
         # one query per batch of IDs, reading no value

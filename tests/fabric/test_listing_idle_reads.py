@@ -7,8 +7,10 @@ change of its checkout."""
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
+import orjson
 import pytest
 
 from lib.fabric import session_index as idx
@@ -203,3 +205,43 @@ def test_sessions_of_one_working_directory_cost_one_realpath_and_one_lookup(
     assert resolved.count(str(repo)) == 2 and resolved.count(str(tmp_path / "gone")) == 1
     assert [c for c in recording.commands() if c[:1] == ("rev-parse",) and "--show-toplevel" in c] == [
         ("rev-parse", "--show-toplevel")] * 2  # the checkout's and the missing directory's
+
+
+def _stored(value) -> str | bytes:
+    from lib.fabric import stored_values, values
+
+    return stored_values.encode(values.dumps(value), SPACE)
+
+
+def test_the_sqlite_store_hands_back_a_kept_list_of_same_space_links_as_their_ids() -> None:
+    from lib.fabric import stored_values
+
+    links = [Link(f"of:fid1:{n:043d}", SPACE) for n in range(12)]
+    keep = frozenset({"previews"})
+    value = {"key": "k", "previews": links, "manifest": links[0], "n": 1}
+    stored = _stored(value)
+    text = zlib.decompress(stored).decode() if isinstance(stored, bytes) else stored
+    assert text.count("\x01") == 13  # stored short: twelve previews and the manifest
+    out = stored_values.read_keeping(stored, SPACE, keep)
+    assert type(out["previews"]) is stored_values.SameSpaceLinks
+    assert list(out["previews"]) == [link.id for link in links]
+    assert {k: v for k, v in out.items() if k != "previews"} == {"key": "k", "manifest": links[0], "n": 1}
+    assert list(out) == list(decode_keeping(orjson.loads(stored_values.decode(stored, SPACE)), keep))
+
+
+@pytest.mark.parametrize("value", [
+    {"previews": [Link("of:fid1:" + "a" * 43, SPACE), {"inline": True}]},  # not links only
+    {"previews": [Link("of:fid1:" + "a" * 43, "did:key:z6MkOther")]},  # another space's link
+    {"previews": [Link("of:fid1:" + "a" * 43, SPACE, ("x",))]},  # a link at a path
+    {"deep": {"previews": [Link("of:fid1:" + "a" * 43, SPACE)]}},  # not the top level's
+    {"previews": [], "deep": {"previews": [Link("of:fid1:" + "b" * 43, SPACE)]}},  # the key twice
+    [Link("of:fid1:" + "a" * 43, SPACE)],  # not an object
+])
+def test_a_kept_field_of_any_other_shape_reads_as_its_fvj1_json(value) -> None:
+    from lib.fabric import stored_values
+
+    keep = frozenset({"previews"})
+    stored = _stored(value)
+    out = stored_values.read_keeping(stored, SPACE, keep)
+    assert out == decode_keeping(orjson.loads(stored_values.decode(stored, SPACE)), keep)
+    assert not isinstance(out, dict) or type(out.get("previews")) is not stored_values.SameSpaceLinks
