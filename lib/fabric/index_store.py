@@ -95,7 +95,9 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     prior.versions[cells.all] = document.seq if document is not None else 0
     if document is not None:
         read_rows(target, document.value, prior, ROW_BATCH)
-    recent = target.store.read(target.space, cells.recent)
+    # only its version and generation are read: its row links (as many as the complete
+    # index's) are left undecoded; the commit writes this root anew
+    recent = dict(target.store.iter_many(target.space, [cells.recent], keep_fields=_ROWS)).get(cells.recent)
     prior.versions[cells.recent] = recent.seq if recent is not None else 0
     if recent is not None and isinstance(recent.value, dict):
         generation = recent.value.get("generation")
@@ -106,6 +108,9 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     if ordering is not None:
         prior.ordering = OrderingState.from_value(ordering.value)
     return prior
+
+
+_ROWS = frozenset({"sessions"})
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:
