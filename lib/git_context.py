@@ -78,6 +78,10 @@ class SubprocessGitRunner:
         self.env = base
 
     def __call__(self, args: list[str]) -> GitResult:
+        if args[:1] == ["-C"] and len(args) > 1 and not os.path.isdir(args[1]):
+            # git would fail to enter it (exit 128, "cannot change to"): a session's
+            # directory that is gone costs a stat, not a process (issue 14 goal 3)
+            return GitResult(128, "")
         try:
             completed = subprocess.run(
                 [self.executable, *args],
@@ -176,6 +180,9 @@ class GitObservation:
         self._clock = clock
         self._by_directory: dict[str, GitMetadata | None] = {}
         self._by_root: dict[str, GitMetadata] = {}
+        # the answer per working directory as the session names it: the sessions of
+        # one directory cost one realpath, not one each
+        self._by_raw: dict[str, GitMetadata | None] = {}
 
     def resolve(self, cwd: str | os.PathLike[str] | None) -> GitMetadata | None:
         """Metadata for the checkout holding `cwd`, or None when there is none to be had.
@@ -184,13 +191,18 @@ class GitObservation:
         resolved against agentctl's own working directory, whose checkout is not the
         session's."""
         path = os.fspath(cwd) if cwd is not None else ""
+        if type(path) is str and path in self._by_raw:
+            return self._by_raw[path]
         if not path.strip() or not os.path.isabs(path):
             return None
         directory = os.path.realpath(path)
         if directory in self._by_directory:
-            return self._by_directory[directory]
-        metadata = self._lookup(directory)
-        self._by_directory[directory] = metadata
+            metadata = self._by_directory[directory]
+        else:
+            metadata = self._lookup(directory)
+            self._by_directory[directory] = metadata
+        if type(path) is str:
+            self._by_raw[path] = metadata
         return metadata
 
     def enrich(self, summary: _Summary) -> _Summary:

@@ -8,6 +8,7 @@ The native session id keeps its case. `Codex:Work` + `abc/123` -> `codex%3Awork/
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote, unquote
 
 from lib.errors import UsageError
@@ -52,7 +53,16 @@ def normalize_key_parts(source_id: str, native_session_id: str) -> tuple[str, st
     return source, session
 
 
+# Parts made only of what encodeURIComponent keeps (no space, no control character, nothing
+# to trim or encode): the key is the parts as they are, the source lowercased. A listing
+# makes three keys per session (issue 14 goal 3), nearly always of such parts.
+_PLAIN = re.compile(r"[A-Za-z0-9_.~!*'()-]+")
+
+
 def session_key(source_id: str, native_session_id: str) -> str:
+    if type(source_id) is str and type(native_session_id) is str and _PLAIN.fullmatch(source_id) \
+            and _PLAIN.fullmatch(native_session_id):
+        return source_id.lower() + "/" + native_session_id
     source, session = normalize_key_parts(source_id, native_session_id)
     return _encode(source, "source id") + "/" + _encode(session, "native session id")
 

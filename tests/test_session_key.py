@@ -89,3 +89,23 @@ def test_separators_inside_a_part_cannot_forge_another_pair(left, sep, right):
     except SessionKeyError:
         assume(False)
     assert key.count("/") == 1
+
+
+def test_keys_of_plain_parts_are_the_ones_the_full_rules_give() -> None:
+    """session_key's short path (parts of characters encodeURIComponent keeps) gives the
+    key the trim, check and encode steps give, for every such character and mix."""
+    import random
+
+    from lib.session_key import _encode, normalize_key_parts
+
+    def full(source: str, session: str) -> str:
+        s, n = normalize_key_parts(source, session)
+        return _encode(s, "source id") + "/" + _encode(n, "native session id")
+
+    plain = "ABCXYZabcxyz0189_.~!*'()-"
+    rng = random.Random(14)
+    cases = [(c, c) for c in plain] + [("Codex", "019b8e6d-d000-75e2-820f-e97145aa69c2"), ("ACP.Agent", "S~1")]
+    cases += [("".join(rng.choices(plain, k=rng.randint(1, 12))), "".join(rng.choices(plain, k=rng.randint(1, 40))))
+              for _ in range(500)]
+    for source, session in cases:
+        assert session_key(source, session) == full(source, session)

@@ -18,24 +18,20 @@ from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
-from lib.fabric.graph_read import hydrate_value, read_graph_value
+from lib.fabric.graph_read import read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, same_previews, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.schemas import (
     SESSION_INDEX_ARRAY_SCOPE,
-    FabricSchemaError,
-    parse_session_index,
     scope,
-    session_row_problem,
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 from lib.hashing import value_hash
-
-PRESERVED_LINK_FIELDS = frozenset({"manifest"})
 
 
 class IndexConflict(CodedError):
@@ -99,8 +95,10 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     document = target.store.read(target.space, cells.all)
     prior.versions[cells.all] = document.seq if document is not None else 0
     if document is not None:
-        _read_rows(target, document.value, prior)
-    recent = target.store.read(target.space, cells.recent)
+        read_rows(target, document.value, prior, ROW_BATCH)
+    # only its version and generation are read: its row links (as many as the complete
+    # index's) are left undecoded; the commit writes this root anew
+    recent = dict(target.store.iter_many(target.space, [cells.recent], keep_fields=_ROWS)).get(cells.recent)
     prior.versions[cells.recent] = recent.seq if recent is not None else 0
     if recent is not None and isinstance(recent.value, dict):
         generation = recent.value.get("generation")
@@ -113,46 +111,7 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     return prior
 
 
-def _read_rows(target: GraphTarget, stored: Any, prior: PriorIndex) -> None:
-    """The complete index's rows, ROW_BATCH at a time, each with its previews left in
-    its cell (StoredPreviews): memory holds the rows' own fields, not every preview, and
-    hydrating never holds more than one batch of rows. Validated as strictly as
-    `parse_session_index(strict=True)` validates a hydrated index."""
-    links = stored.get("sessions") if isinstance(stored, dict) else None
-    shell = stored if not isinstance(links, list) else {**stored, "sessions": []}
-    parsed = parse_session_index(
-        hydrate_value(target.store, target.space, shell, preserve_link_fields=PRESERVED_LINK_FIELDS),
-        bucket="all", strict=True,
-    )
-    prior.sources = [dict(r) for r in parsed.sources]
-    prior.checkouts = [dict(r) for r in parsed.checkouts]
-    prior.generation = parsed.generation
-    for start in range(0, len(links or ()), ROW_BATCH):
-        batch = links[start : start + ROW_BATCH]  # type: ignore[index]
-        rows = hydrate_value(target.store, target.space, batch, preserve_link_fields=PRESERVED_LINK_FIELDS,
-                             keep_fields={PREVIEWS})
-        for position, (link, row) in enumerate(zip(batch, rows, strict=True), start=start):
-            previews = row.get(PREVIEWS) if isinstance(row, dict) else None
-            stored_previews = type(link) is Link and isinstance(previews, list) and all(
-                type(m) is Link and m.space == target.space for m in previews)
-            if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
-                row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
-            problem = session_row_problem({**row, PREVIEWS: []} if stored_previews else row)
-            if problem is None and row["key"] in prior.rows:
-                problem = f"row {row['key']} appears twice"
-            if problem is not None:
-                named = row.get("key") if isinstance(row, dict) and isinstance(row.get("key"), str) else None
-                raise FabricSchemaError(
-                    "invalid-index-row",
-                    f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
-                    f"{problem}; nothing was published: repair or remove that row",
-                )
-            if stored_previews:
-                row = {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
-            row = PackedRow(row)  # one block: no small object per field outlives the read
-            prior.rows[row.key] = row
-            if type(link) is Link:
-                prior.row_links[row.key] = link
+_ROWS = frozenset({"sessions"})
 
 
 def prior_is_current(target: GraphTarget, cells: IndexCells, prior: PriorIndex) -> bool:

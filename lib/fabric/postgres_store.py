@@ -172,7 +172,9 @@ class PostgresStore(Store):
             ).fetchone()
         return 0 if row is None else row[0]
 
-    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+    def iter_many(
+        self, space: str, cell_ids: Iterable[str], *, keep_fields: frozenset[str] = frozenset()
+    ) -> Iterator[tuple[str, Document]]:
         # one query per batch; a batch is fetched whole before the first yield
         unique = list(dict.fromkeys(cell_ids))
         with self._connection() as conn:
@@ -193,7 +195,7 @@ class PostgresStore(Store):
                 row = found.pop(cell_id, None)
                 if row is not None:
                     seq, labels, text = row
-                    yield cell_id, Document(value_decoding.loads(text), self._labels(labels), seq)
+                    yield cell_id, Document(value_decoding.loads(text, keep_fields), self._labels(labels), seq)
 
     def head(self, space: str) -> int:
         with self._connection() as conn:

@@ -227,19 +227,22 @@ class Publication:
         """
         self._check_open()
         source = self._source(source_id)
-        wire = summary.to_wire() if isinstance(summary, SessionSummary) else dict(summary)
+        # the id and cwd are all it reads of the summary (no dump of the model)
+        wire = {"nativeSessionId": summary.native_session_id, "cwd": summary.cwd} if isinstance(
+            summary, SessionSummary) else dict(summary)
         key = session_key(source_id, wire["nativeSessionId"])
         prior = self.prior.rows.get(key)
         if self._ordering.keeps_newer(key, source.sequence):
             return self._keep_newer(key, source, prior)
         if prior is not None and self._backed(prior, source):
             source.retained += 1
-            row = idx.refreshed_row(
-                prior,
-                capabilities=source.capabilities,
-                metadata=self._checkouts.observe(wire.get("cwd") or prior.get("cwd")),
-            )
-            self._touches[key] = Touch(source.source_id, source.sequence, "row", idx.with_status(row, "complete"))
+            metadata = self._checkouts.observe(wire.get("cwd") or prior.get("cwd"))
+            if idx.refresh_keeps(prior, source.capabilities, metadata):
+                row: Mapping[str, Any] = prior  # itself: the commit sees an unchanged row
+            else:
+                row = idx.with_status(
+                    idx.refreshed_row(prior, capabilities=source.capabilities, metadata=metadata), "complete")
+            self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
             return PublishedOutcome(key, "retained", "complete")
         source.unbacked = True
         source.record_error(
@@ -388,5 +391,4 @@ def _plain(message: Any) -> dict[str, Any]:
     if hasattr(message, "to_wire"):
         return message.to_wire()
     return dict(message)
-
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.schemas import SESSION_INDEX_SCHEMA
 from lib.fabric.values import Link
@@ -100,6 +102,24 @@ def refreshed_row(
     out = with_git(row, metadata)
     out["capabilities"] = dict(capabilities)
     return out
+
+
+def refresh_keeps(prior: Mapping[str, Any], capabilities: Mapping[str, Any], metadata: GitMetadata | None) -> bool:
+    """Whether `with_status(refreshed_row(prior, ...), "complete")` would equal `prior`:
+    then a retained session keeps its prior row itself, not a copy packed again (issue 14
+    goal 3). Conservative: capabilities compare by their JSON bytes (same types, same
+    order), each Git field by presence, type and value; anything else is refreshed."""
+    if prior.get("status") != "complete" or "deletedAt" in prior:
+        return False
+    if metadata is not None and any(
+        name not in prior or type(prior[name]) is not type(value) or prior[name] != value
+        for name, value in metadata.summary_fields().items()
+    ):
+        return False
+    try:
+        return orjson.dumps(prior.get("capabilities")) == orjson.dumps(dict(capabilities))
+    except TypeError:  # what orjson cannot write (an int beyond 64 bits): refreshed
+        return False
 
 
 def _copy(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,8 @@ stored_values.py says (same-space links shortened, large texts compressed); labe
 as JSON, each distinct set once in the `labels` table (sqlite_schema.py). A deleted
 cell keeps its row, with a NULL value, so `changes_since` reports the delete
 and its labels still guard who may recreate it. A file of an older schema version is
-migrated when it is opened (sqlite_schema.migrate).
+migrated when it is opened (sqlite_schema.migrate). Opening a connection (its
+pragmas), the schema check and naming a failure (busy or not) are sqlite_connections.py.
 """
 
 from __future__ import annotations
@@ -38,26 +39,17 @@ from lib.fabric.commit_rules import CommitPlan, Row, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
+from lib.fabric.sqlite_connections import connect, failure, initialize, write_transaction
 from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.sqlite_labels import LabelRows
-from lib.fabric.sqlite_schema import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    UPSERT,
-    migrate,
-    schema_version,
-    statements,
-)
+from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
-from lib.fabric.store_errors import StoreBusy, StoreError
+from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 from lib.fabric.thread_connections import ThreadConnections
 
 _BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 WAL_CHECK_SECONDS = 0.005  # how often wait_for_change asks whether another connection committed
-WAL_LIMIT_BYTES = 16 * 2**20
-CACHE_KIB = 4 * 1024  # SQLite's page cache per connection (a bound on memory, too)
-
 
 
 class SQLiteStore(Store):
@@ -81,7 +73,7 @@ class SQLiteStore(Store):
         if not self._memory:
             private_database_files(Path(self._path), notice)
         with self._connection() as conn:
-            self._initialize(conn)
+            initialize(conn, self._path, memory=self._memory)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
@@ -104,32 +96,10 @@ class SQLiteStore(Store):
             raise self._failure(exc) from exc
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self._path,
-            timeout=self._busy_timeout,
-            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-            check_same_thread=False,  # close() may run on another thread
-        )
-        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-        if not self._memory:
-            # per connection (journal_mode=WAL is the file's, set when it is created).
-            # FULL: a commit (a command claim, a receipt) survives power loss too
-            conn.execute("PRAGMA synchronous = FULL")
-            # a batch of sessions' graphs touches many pages: the default 2 MB cache
-            # spilled them mid-transaction (pages are taken as needed, up to this)
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            # a batch commit grows the -wal file; once checkpointed it shrinks back to this
-            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
-        return conn
+        return connect(self._path, self._busy_timeout, memory=self._memory)
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:
-        reason = exc.args[0] if exc.args else type(exc).__name__
-        if _is_busy(exc):
-            return StoreBusy("store-busy",
-                f"store {self._path} is busy with another writer, which held its write "
-                f"lock for more than {self._busy_timeout:g} s; try again when it has finished"
-            )
-        return StoreError("store-unavailable", f"store {self._path} failed: {reason}")
+        return failure(self._path, self._busy_timeout, exc)
 
     def close(self) -> None:
         with self._registry_lock:
@@ -149,47 +119,6 @@ class SQLiteStore(Store):
         if self._local_locks is not None:
             return self._local_locks.lock(space, name, timeout=timeout, on_wait=on_wait)
         return FileStoreLock(self._path, space, name, timeout=timeout, on_wait=on_wait)
-
-    @contextlib.contextmanager
-    def _write(self, conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
-        """A transaction: BEGIN IMMEDIATE takes the write lock; a plain BEGIN only reads."""
-        conn.execute(begin)
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def _initialize(self, conn: sqlite3.Connection) -> None:
-        """Check the schema version by reading; create the schema (and switch the file
-        to WAL, which persists in the file) only when it is missing."""
-        version = schema_version(conn)
-        if version is None:
-            if not self._memory:
-                conn.execute("PRAGMA journal_mode = WAL")
-            with self._write(conn):
-                for statement in statements(SCHEMA):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schemaVersion', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            version = schema_version(conn)
-        if version is not None and version > SCHEMA_VERSION:
-            raise StoreError(
-                "store-schema-too-new",
-                f"store {self._path} has schema version {version}, newer than this "
-                f"agentctl understands ({SCHEMA_VERSION}); upgrade agentctl",
-            )
-        if version is not None and version < SCHEMA_VERSION:
-            # once per file: the first opener migrates it under the write lock, and an
-            # opener that waited for it finds it done
-            with self._write(conn):
-                current = schema_version(conn)
-                if current is not None and current < SCHEMA_VERSION:
-                    migrate(conn, current)
-
 
     # helpers
 
@@ -236,7 +165,9 @@ class SQLiteStore(Store):
             ).fetchone()
         return 0 if row is None else row[0]
 
-    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+    def iter_many(
+        self, space: str, cell_ids: Iterable[str], *, keep_fields: frozenset[str] = frozenset()
+    ) -> Iterator[tuple[str, Document]]:
         # Batched primary-key lookups: one query per batch instead of one per cell. A
         # batch's rows are fetched before the first yield, so no cursor stays open across
         # a yield; only one batch of stored text is in memory at once.
@@ -264,8 +195,11 @@ class SQLiteStore(Store):
                 row = found.pop(cell_id, None)
                 if row is not None:
                     seq, labels, stored = row
-                    text = stored_values.decode(stored, space)
-                    yield cell_id, Document(value_decoding.loads(text), labels, seq)
+                    if keep_fields:
+                        value = stored_values.read_keeping(stored, space, keep_fields)
+                    else:
+                        value = value_decoding.loads(stored_values.decode(stored, space))
+                    yield cell_id, Document(value, labels, seq)
 
     def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
         # one query per batch of IDs, reading no value
@@ -330,7 +264,7 @@ class SQLiteStore(Store):
             with self._connection() as conn:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
                 if row is None:
-                    with self._write(conn):
+                    with write_transaction(conn):
                         conn.execute(
                             "INSERT OR IGNORE INTO meta (key, value) VALUES ('storeId', ?)",
                             (uuid.uuid4().hex,),
@@ -340,7 +274,7 @@ class SQLiteStore(Store):
         return self._store_id
 
     def next_sequence(self, space: str, name: str) -> int:
-        with self._connection() as conn, self._write(conn):
+        with self._connection() as conn, write_transaction(conn):
             space_id = self._space_id(conn, space, create=True)
             (value,) = conn.execute(
                 "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, 1) "
@@ -360,7 +294,7 @@ class SQLiteStore(Store):
         return dict(rows)
 
     def advance_sequence(self, space: str, name: str, value: int) -> None:
-        with self._connection() as conn, self._write(conn):
+        with self._connection() as conn, write_transaction(conn):
             space_id = self._space_id(conn, space, create=True)
             conn.execute(
                 "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, ?) "
@@ -372,7 +306,7 @@ class SQLiteStore(Store):
         if not plan.ops:
             return self._check(plan)
         new_labels: dict[Labels, int] = {}
-        with self._connection() as conn, self._write(conn):
+        with self._connection() as conn, write_transaction(conn):
             space_id = self._space_id(conn, plan.space, create=True)
             assert space_id is not None
             rows = self._rows(conn, space_id, plan.cells())
@@ -402,7 +336,7 @@ class SQLiteStore(Store):
     def _check(self, plan: CommitPlan) -> int:
         """A plan that writes nothing: its checks against one read snapshot (a deferred
         transaction takes no write lock, so this never waits for a writer)."""
-        with self._connection() as conn, self._write(conn, "BEGIN"):
+        with self._connection() as conn, write_transaction(conn, "BEGIN"):
             space_id = self._space_id(conn, plan.space)
             if space_id is None:  # nothing was ever written: every read saw version 0
                 resolve_commit(plan, {}, _text_loader(conn, -1, plan.space))
@@ -441,13 +375,4 @@ def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callabl
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:
     return change[1], change[0]
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED (extended codes included): another connection holds
-    a lock this one needed for longer than the busy timeout."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 

@@ -191,9 +191,13 @@ class Store(abc.ABC):
         return dict(self.iter_many(space, cell_ids))
 
     @abc.abstractmethod
-    def iter_many(self, space: str, cell_ids: Iterable[str]) -> Iterator[tuple[str, Document]]:
+    def iter_many(
+        self, space: str, cell_ids: Iterable[str], *, keep_fields: frozenset[str] = frozenset()
+    ) -> Iterator[tuple[str, Document]]:
         """(id, document) for each cell that exists, decoded one at a time, in no
-        particular order; not a snapshot: each batch of IDs is read on its own."""
+        particular order; not a snapshot: each batch of IDs is read on its own. A field
+        of a value's top-level object named in `keep_fields` is left as its fvj1 JSON
+        (value_decoding.decode_keeping: the prior index rows' previews)."""
 
     def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
         """Which of the cells hold a value (not absent, not deleted). Backends may answer

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from typing import Any
 
+from lib.fabric import value_decoding
 from lib.fabric.cell_speedups import CELLS
 
 COMPRESS_AT = 256  # characters of text: below it zlib saves little (measured on the bench corpus)
@@ -44,9 +46,6 @@ class _SpaceLinks:
         self.head = '{"/quote":{"/":{"link@1":{"id":"' + _ID_PREFIX
         self.tail = '","path":[],"space":' + json.dumps(space, ensure_ascii=False) + "}}}}"
         self.long = re.compile(re.escape(self.head) + "(" + _ID_BODY + ")" + re.escape(self.tail))
-
-    def expand(self, match: re.Match[str]) -> str:
-        return self.head + match.group(1) + self.tail
 
 
 _spaces: dict[str, _SpaceLinks] = {}
@@ -82,9 +81,68 @@ def encode(text: str, space: str) -> str | bytes:
 _shorten = CELLS.shorten_links if CELLS is not None else None
 
 
+def read_keeping(stored: str | bytes, space: str, keep: frozenset[str]) -> Any:
+    """The value a stored value holds, a field named in `keep` of its top-level object
+    left undecoded (value_decoding.decode_keeping); a kept field that is stored as a list
+    of short links and nothing else comes back as `SameSpaceLinks` of their IDs, without
+    expanding, parsing or checking each link (an index row's twelve previews)."""
+    text = zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
+    cut: dict[str, SameSpaceLinks] = {}
+    if _MARKER in text:
+        for name in keep:
+            emptied, ids = _cut_short_links(text, name)
+            if ids is not None:
+                text, cut[name] = emptied, ids
+    value = value_decoding.loads(_expanded(text, space), keep)
+    if cut:
+        # the emptied list was the top-level field's (its key occurs once in the text);
+        # else read again without cutting (a value this fast path does not fit)
+        if type(value) is not dict or any(value.get(name) != [] for name in cut):
+            return value_decoding.loads(decode(stored, space), keep)
+        for name, ids in cut.items():
+            value[name] = ids
+    return value
+
+
+class SameSpaceLinks(tuple):
+    """A kept field that is stored as a list of links into the value's own space at no
+    path (each its short form), as the IDs those links hold."""
+
+    __slots__ = ()
+
+
+_SHORT_LIST = re.compile("(?:" + _MARKER + _ID_BODY + "(?:," + _MARKER + _ID_BODY + ")*)?\\]")
+
+
+def _cut_short_links(text: str, name: str) -> tuple[str, SameSpaceLinks | None]:
+    """`text` with the list after its one key `name` emptied and the IDs of its short
+    links, when that list holds short links and nothing else; else (text, None)."""
+    key = json.dumps(name, ensure_ascii=False) + ":["
+    at = text.find(key)
+    if at < 0 or text.find(key, at + 1) >= 0:
+        return text, None
+    start = at + len(key)
+    listed = _SHORT_LIST.match(text, start)
+    if listed is None:
+        return text, None
+    ids = SameSpaceLinks(_ID_PREFIX + body for body in _SHORT.findall(text, start, listed.end()))
+    return text[:start] + text[listed.end() - 1 :], ids
+
+
 def decode(stored: str | bytes, space: str) -> str:
     """The fvj1 text a stored value holds (schema version 1's TEXT as it is)."""
     text = zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
+    return _expanded(text, space)
+
+
+def _expanded(text: str, space: str) -> str:
+    """`text` with its short links written long."""
     if _MARKER in text:
-        text = _SHORT.sub(_links(space).expand, text)
+        # split at each short link (the IDs at odd places) and joined back long: no
+        # Python call per link, as a replacement function costs (an index row has 13)
+        pieces = _SHORT.split(text)
+        links = _links(space)
+        head, tail = links.head, links.tail
+        pieces[1::2] = [head + link_id + tail for link_id in pieces[1::2]]
+        text = "".join(pieces)
     return text

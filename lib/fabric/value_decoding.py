@@ -130,24 +130,37 @@ def _reject_constant(name: str) -> Any:
     )
 
 
-def loads(text: str | bytes) -> Any:
+def loads(text: str | bytes, keep: frozenset[str] = frozenset()) -> Any:
     """The value of fvj1 JSON text.
 
     orjson parses what it can (most text: faster, and its object keys are shared
     between values, which keeps many decoded rows small); what it refuses (an int
     beyond 64 bits, a lone surrogate escape, NaN, anything malformed) goes to json.loads,
-    which reads the same text as the same value or raises the error below."""
+    which reads the same text as the same value or raises the error below.
+
+    A field named in `keep` of a top-level object is left as its fvj1 JSON, not decoded
+    (`decode_keeping`)."""
     try:
-        return decode(orjson.loads(text))
+        obj = orjson.loads(text)
     except orjson.JSONDecodeError:
-        pass
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueEncodingError(
-            "invalid-fvj1", f"not JSON: {exc.msg} at offset {exc.pos}"
-        ) from None
-    return decode(obj)
+        try:
+            obj = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise ValueEncodingError(
+                "invalid-fvj1", f"not JSON: {exc.msg} at offset {exc.pos}"
+            ) from None
+    return decode_keeping(obj, keep) if keep else decode(obj)
+
+
+def decode_keeping(obj: Any, keep: frozenset[str]) -> Any:
+    """`decode(obj)`, but a field of a plain top-level object named in `keep` is left as
+    its fvj1 JSON (tags and all): the store reads a prior index row so, without making a
+    Link for each of its twelve preview links (issue 14 goal 3). Anything else (not an
+    object, a tagged object, no such field) decodes as `decode` does."""
+    if type(obj) is not dict or not any(k in obj for k in keep) or any(k[:1] == "/" for k in obj):
+        return decode(obj)
+    decoded = decode({k: v for k, v in obj.items() if k not in keep})
+    return {k: obj[k] if k in keep else decoded[k] for k in obj}
 
 
 def from_fvj1_string(text: str) -> Any:

@@ -167,6 +167,17 @@ class StoreContract(StoreLockContract):
         assert {k: d.value for k, d in store.read_many(SPACE, [A, B, C, A]).items()} == {A: 1}
         assert [k for k, _ in store.iter_many(SPACE, [C, A])] == [A]
 
+    def test_iter_many_leaves_a_kept_top_level_field_as_its_fvj1_json(self, store):
+        link = Link(B, SPACE)
+        put(store, A, {"previews": [link, {"n": 1}], "manifest": link, "deep": {"previews": [link]}})
+        put(store, C, [link])
+        found = dict(store.iter_many(SPACE, [A, C], keep_fields=frozenset({"previews"})))
+        row = found[A].value
+        assert row["previews"] == [{"/quote": link.to_json()}, {"n": 1}]  # as written, undecoded
+        assert row["manifest"] == link and row["deep"] == {"previews": [link]}  # the rest decoded
+        assert found[C].value == [link]  # not an object: nothing to keep
+        assert store.read_many(SPACE, [A])[A].value["previews"] == [link, {"n": 1}]
+
     def test_existing_names_the_cells_that_hold_a_value(self, store):
         assert store.existing(SPACE, [A, B]) == set()
         put(store, A, 1)
