@@ -67,8 +67,11 @@ class CommandOwnerError(CommandValidationError):
 
 
 def utf16_length(text: str) -> int:
-    """JavaScript's `String.length`: UTF-16 code units (a lone surrogate counts 1)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    """JavaScript's `String.length`: UTF-16 code units (a lone surrogate counts 1).
+    Counted by the codec, not a character loop (every command's texts pass here)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf8_length(text: str) -> int:

@@ -224,6 +224,12 @@ def test_utf16_length():
     assert utf16_length("\ud800") == 1
 
 
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_utf16_length_counts_a_code_unit_per_character_and_two_beyond_the_bmp(text: str):
+    # the definition, a character at a time (what the codec-counted length replaced)
+    assert utf16_length(text) == len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
 def test_model_constructed_directly_checks_payload_type():
     with pytest.raises(ValueError):
         AgentSessionCommand(
