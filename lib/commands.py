@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -104,10 +105,13 @@ def identity(value: str) -> str:
     value = value.strip(JS_WHITESPACE)
     if not value:
         raise ValueError("must not be empty or blank")
-    for ch in value:
-        if ch < "\x20" or ch == "\x7f":
-            raise ValueError(f"must not contain control character U+{ord(ch):04X}")
+    control = _CONTROL.search(value)  # the first one, as a character loop finds it
+    if control is not None:
+        raise ValueError(f"must not contain control character U+{ord(control.group()):04X}")
     return value
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def error_location(loc: tuple[Any, ...]) -> str:
