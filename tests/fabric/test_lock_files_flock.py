@@ -86,3 +86,19 @@ def test_a_waiter_takes_the_lock_once_its_holder_gives_it_back(lock: FileStoreLo
     lock.release()
     thread.join(GUARD)
     assert taken.is_set()
+
+
+def test_a_forked_child_giving_back_its_parents_lock_leaves_the_parent_holding_it(lock: FileStoreLock):
+    import multiprocessing
+
+    lock.acquire()
+    child = multiprocessing.get_context("fork").Process(target=lock._give)
+    child.start()
+    child.join(GUARD)
+    assert child.exitcode == 0
+    other = filelock.FileLock(str(lock.path), thread_local=False)
+    with pytest.raises(filelock.Timeout):
+        other.acquire(timeout=0)  # the parent still holds it
+    lock.release()
+    other.acquire(timeout=0)
+    other.release()
