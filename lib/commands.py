@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -67,8 +68,11 @@ class CommandOwnerError(CommandValidationError):
 
 
 def utf16_length(text: str) -> int:
-    """JavaScript's `String.length`: UTF-16 code units (a lone surrogate counts 1)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    """JavaScript's `String.length`: UTF-16 code units (a lone surrogate counts 1).
+    Counted by the codec, not a character loop (every command's texts pass here)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf8_length(text: str) -> int:
@@ -101,10 +105,13 @@ def identity(value: str) -> str:
     value = value.strip(JS_WHITESPACE)
     if not value:
         raise ValueError("must not be empty or blank")
-    for ch in value:
-        if ch < "\x20" or ch == "\x7f":
-            raise ValueError(f"must not contain control character U+{ord(ch):04X}")
+    control = _CONTROL.search(value)  # the first one, as a character loop finds it
+    if control is not None:
+        raise ValueError(f"must not contain control character U+{ord(control.group()):04X}")
     return value
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def error_location(loc: tuple[Any, ...]) -> str:

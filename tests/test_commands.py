@@ -20,11 +20,13 @@ from lib.commands import (
     SetConfigOptionPayload,
     SetModePayload,
     StartPayload,
+    identity,
     parse_command,
     parse_commands,
     utf16_length,
 )
 from lib.errors import CodedError, ExitCode, UsageError
+from lib.types import JS_WHITESPACE
 
 OWNER = "did:key:z6MkOwner"
 
@@ -222,6 +224,27 @@ def test_a_batch_skips_invalid_values_and_keeps_the_rest(caplog):
 def test_utf16_length():
     assert utf16_length("a\U0001f600") == 3
     assert utf16_length("\ud800") == 1
+
+
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_utf16_length_counts_a_code_unit_per_character_and_two_beyond_the_bmp(text: str):
+    # the definition, a character at a time (what the codec-counted length replaced)
+    assert utf16_length(text) == len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x9F)))
+def test_identity_refuses_the_first_control_character_as_a_character_loop_does(text: str):
+    # the definition, a character at a time (what the regular expression replaced)
+    stripped = text.strip(JS_WHITESPACE)
+    first = next((ch for ch in stripped if ch < "\x20" or ch == "\x7f"), None)
+    if not stripped:
+        with pytest.raises(ValueError, match="empty or blank"):
+            identity(text)
+    elif first is not None:
+        with pytest.raises(ValueError, match=f"control character U\\+{ord(first):04X}$"):
+            identity(text)
+    else:
+        assert identity(text) == stripped
 
 
 def test_model_constructed_directly_checks_payload_type():

@@ -21,10 +21,11 @@ from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import StoredPreviews, same_previews, unpacked_row
+from lib.fabric.packed_previews import StoredPreviews, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
+from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
     SESSION_INDEX_ARRAY_SCOPE,
     scope,
@@ -315,26 +316,6 @@ def _roots_unchanged(prior: PriorIndex, graphs: tuple[PlannedGraph, ...]) -> boo
         if any(stored[k] != v for k, v in graph.root.value.items() if k not in _PER_GENERATION):
             return False
     return True
-
-
-def same_row(row: Mapping[str, Any], prior: Mapping[str, Any]) -> bool:
-    """Equal as Fabric values; rows copied from the prior row compare by identity, and
-    previews packed from the same text compare without unpacking, and so do packed
-    rows of the same fields."""
-    if row is prior:
-        return True
-    if isinstance(row, PackedRow) and isinstance(prior, PackedRow) and row.same_as(prior):
-        return True
-    row = row.plain() if isinstance(row, PackedRow) else row
-    prior = prior.plain() if isinstance(prior, PackedRow) else prior
-    if row.keys() != prior.keys():
-        return False
-    if all(row[k] is prior[k] for k in row):
-        return True
-    if same_previews(row.get(PREVIEWS), prior.get(PREVIEWS)):
-        row = {k: v for k, v in row.items() if k != PREVIEWS}
-        prior = {k: v for k, v in prior.items() if k != PREVIEWS}
-    return value_hash(row) == value_hash(prior)
 
 
 def _changed(target: GraphTarget, children: Mapping[str, PlannedCell]) -> list[PlannedCell]:

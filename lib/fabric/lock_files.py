@@ -1,7 +1,7 @@
-"""Store locks as `filelock` files in a private directory beside a database file.
+"""Store locks as lock files in a private directory beside a database file.
 
     <database file, resolved>.locks/              mode 0700, owned by the user
-        <name>-<24 hex>.lock                      the filelock file (0600)
+        <name>-<24 hex>.lock                      the lock file (0600), flock(2)ed
         <name>-<24 hex>.holder                    the holder's note, JSON (0600)
 
 The hex is the start of sha256(resolved database path, space, name), so every
@@ -15,27 +15,39 @@ refused with `unsafe-lock-directory` (nothing in it is touched); files are opene
 with O_NOFOLLOW, and the holder note is written to a new file (O_CREAT | O_EXCL |
 O_NOFOLLOW, mode 0600) that is then renamed over the note, which replaces a planted
 symlink instead of following it.
+
+The lock is an exclusive `flock(2)` on the lock file, taken without blocking and tried
+again until the timeout (every millisecond at first, then less often, up to 50 ms),
+the very lock the `filelock` package takes on Unix (earlier versions used it: both
+exclude each other). Taken directly, a take and a give cost about 15 µs instead of
+filelock's 130 (which keeps books on descriptors across forks). What of that matters
+here is kept: a forked child that gives back a lock its parent took only closes its
+copy of the descriptor, since unlocking it would release the parent's lock too (one
+open file description).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
 import secrets
 import stat
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lib.errors import ExitCode
 from lib.fabric.private_paths import ownership_problem
 from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import StoreLock
 
-if TYPE_CHECKING:
-    import filelock
-
 _NOTE_LIMIT = 64 * 1024
+_BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})  # held elsewhere
+FIRST_POLL_SECONDS = 0.001
+LAST_POLL_SECONDS = 0.05
 
 
 class UnsafeLockDirectory(StoreError):
@@ -100,10 +112,15 @@ def write_note(path: Path, note: dict[str, Any]) -> None:
     """Replace the note at `path` whole: a reader never sees half a note, and a
     planted symlink at `path` is replaced, not followed."""
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    data = json.dumps(note).encode("utf-8")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(json.dumps(note))
+        try:
+            written = os.write(fd, data)
+        finally:
+            os.close(fd)
+        if written != len(data):
+            raise OSError(errno.EIO, f"wrote {written} of {len(data)} bytes of the lock note")
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -128,7 +145,7 @@ def read_note(path: Path) -> dict[str, Any] | None:
 
 
 class FileStoreLock(StoreLock):
-    """A StoreLock held as a `filelock` file beside the database file."""
+    """A StoreLock held as an exclusive flock(2) of a file beside the database file."""
 
     def __init__(self, database: str, space: str, name: str, **options: Any) -> None:
         self.directory = lock_directory_for(database)
@@ -136,24 +153,37 @@ class FileStoreLock(StoreLock):
         self.path = self.directory / f"{stem}.lock"
         self.holder_path = self.directory / f"{stem}.holder"
         super().__init__(space, name, where=str(self.path), **options)
-        self._file: filelock.FileLock | None = None  # made when first taken: a run that never locks never imports filelock
+        self._fd: int | None = None  # the locked file's descriptor while held
+        self._fd_pid = 0  # the process that locked it
 
     def _take(self, timeout: float) -> bool:
-        import filelock  # with asyncio under it: worth not importing for a run that takes no lock
-
         ensure_private_directory(self.directory)
-        os.close(_open_private_file(self.path, os.O_RDWR))
-        if self._file is None:  # under the StoreLock's owner lock: made once
-            self._file = filelock.FileLock(str(self.path), mode=0o600, thread_local=False)
-        try:
-            self._file.acquire(timeout=timeout)
-        except filelock.Timeout:
-            return False
-        return True
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        pause = FIRST_POLL_SECONDS
+        while True:
+            fd = _open_private_file(self.path, os.O_RDWR)
+            if _flocked(fd, self.path):
+                if _linked(fd, self.path):
+                    self._fd, self._fd_pid = fd, os.getpid()
+                    return True
+                # the file was removed between our open and our lock: lock the one there now
+                os.close(fd)
+                continue
+            os.close(fd)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            time.sleep(pause if left is None else min(pause, left))
+            pause = min(pause * 2, LAST_POLL_SECONDS)
 
     def _give(self) -> None:
-        assert self._file is not None  # given back only after taken
-        self._file.release()
+        fd, self._fd = self._fd, None
+        assert fd is not None  # given back only after taken
+        try:
+            if self._fd_pid == os.getpid():  # not in a forked child: see the module's note
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)  # the last descriptor of the lock closed releases it too
 
     def _write_holder(self, note: dict[str, Any]) -> None:
         write_note(self.holder_path, note)
@@ -163,3 +193,23 @@ class FileStoreLock(StoreLock):
 
     def read_holder(self) -> dict[str, Any] | None:
         return read_note(self.holder_path)
+
+
+def _linked(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_nlink > 0
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError("store-unavailable", f"cannot lock {path}: {exc.strerror}") from None
+
+
+def _flocked(fd: int, path: Path) -> bool:
+    """One try at an exclusive flock of `fd`: False when another holder has it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in _BUSY:
+            return False
+        os.close(fd)
+        raise StoreError("store-unavailable", f"cannot lock {path}: {exc.strerror}") from None
+    return True

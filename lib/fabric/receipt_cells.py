@@ -274,7 +274,12 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                             if not write.accepted:
                                 continue
                             tx.require_absent(graph.root.id)
-                        stage_graph(target.store, tx, graph, target.labels)
+                        if write.claim and not graph.children:
+                            # the cell was just read absent: written whole, as staging
+                            # would after reading it again
+                            tx.write(graph.root.id, graph.root.value, target.labels)
+                        else:
+                            stage_graph(target.store, tx, graph, target.labels)
                         rows.append(index_row(target, write.receipt, updated_at=now, cell=graph.root.id))
                     if not rows:
                         return
