@@ -13,7 +13,10 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+
+TYPE_CHECKING = False  # typing itself is not imported on the fast path
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 TREES = ("sessions", "archived_sessions")
 HOME_FILES = ("session_index.jsonl", "config.toml")

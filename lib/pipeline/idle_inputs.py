@@ -24,8 +24,11 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported on the fast path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 DIRECTORY = "inventory-fingerprints"
 FILE_NAME = "idle-answer"
