@@ -111,11 +111,11 @@ def assert_fast_as_normal(world: World, args: list[str], env: dict[str, str] | N
 # -- the same answer ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["sync", "--json"], ["sync"], ["-q", "sync"], ["sync", "-q", "--json"],
-                                  ["--quiet", "sync", "--json", "--quiet"]])
-def test_the_fast_answer_is_the_normal_paths_byte_for_byte(world, args):
-    fast = assert_fast_as_normal(world, args)
-    assert fast.stdout.count("\n") == 3  # source, outcome, publication
+def test_the_fast_answer_is_the_normal_paths_byte_for_byte(world):
+    for args in (["sync", "--json"], ["sync"], ["-q", "sync"], ["sync", "-q", "--json"],
+                 ["--quiet", "sync", "--json", "--quiet"]):
+        fast = assert_fast_as_normal(world, args)
+        assert fast.stdout.count("\n") == 3, args  # source, outcome, publication
 
 
 def test_the_first_idle_sync_after_a_publication_is_fast_and_says_what_the_normal_path_says(world):
@@ -193,14 +193,14 @@ def test_the_kept_answer_is_private_and_holds_no_environment_value(world):
     assert os.environ.get("PATH", "") not in path.read_text()
 
 
-@pytest.mark.parametrize("argv,request", [
+@pytest.mark.parametrize("argv,expected", [
     (["sync"], ([], False)), (["-q", "sync", "--json"], ([], True)), (["sync", "a", "b"], (["a", "b"], False)),
     (["sync", "--full"], None), (["sync", "-v"], None), (["sync", "--lock-timeout", "5"], None),
     (["sync", "--"], None), (["sync", "-"], None), (["--store", "x", "sync"], None), (["list"], None),
     (["sync", "--json=1"], None), (["-qv", "sync"], None), ([], None),
 ])
-def test_the_command_lines_the_fast_path_answers(argv, request):
-    assert sync_request(argv) == request
+def test_the_command_lines_the_fast_path_answers(argv, expected):
+    assert sync_request(argv) == expected
 
 
 # -- the normal path decides -------------------------------------------------------------------
@@ -227,9 +227,13 @@ def test_a_configuration_changed_in_one_byte_is_decided_by_the_normal_path(fast_
     assert agentctl(["sync", "--json"], fast_world.env()).fast
 
 
-@pytest.mark.parametrize("variable", ["AGENTCTL_STORE", "AGENTCTL_CONFIG", "AGENTCTL_STATE_DIR", "AGENTCTL_SPACE",
-                                      "AGENTCTL_IDENTITY", "CODEX_SQLITE_HOME"])
-def test_an_environment_variable_changed_is_decided_by_the_normal_path(fast_world, variable):
+def refast(world: World) -> None:
+    """Make the next plain `sync` fast again: the normal path keeps its answer."""
+    agentctl(["sync", "--json"], world.env(), normal=True)
+    assert agentctl(["sync", "--json"], world.env()).fast
+
+
+def test_an_environment_variable_changed_is_decided_by_the_normal_path(fast_world):
     values = {
         "AGENTCTL_STORE": f"sqlite:///{fast_world.tmp / 'other.sqlite3'}",
         "AGENTCTL_CONFIG": str(shutil.copy(fast_world.config_path, fast_world.tmp / "copy.toml")),
@@ -237,8 +241,11 @@ def test_an_environment_variable_changed_is_decided_by_the_normal_path(fast_worl
         "AGENTCTL_SPACE": "did:key:z6MkhTvnZMmPeVM1BSwgUT7SG2WHa1huzNhxEmMwQe1SXRAn",
         "AGENTCTL_IDENTITY": str(fast_world.tmp / "other-identity.json"),
         "CODEX_SQLITE_HOME": str(fast_world.home),
+        "SOMETHING_ELSE": "1",
     }
-    normal_ran(fast_world, env={**fast_world.env(), variable: values[variable]})
+    for variable, value in values.items():
+        refast(fast_world)
+        normal_ran(fast_world, env={**fast_world.env(), variable: value})
 
 
 def test_the_working_directory_changed_is_decided_by_the_normal_path(fast_world):
@@ -296,24 +303,26 @@ def test_another_publication_moves_the_store_and_the_normal_path_lists(fast_worl
     assert fast_world.starts() > started
 
 
-@pytest.mark.parametrize("damage", ["mode", "link", "garbage", "format", "owner"])
-def test_a_kept_answer_that_is_not_ours_is_not_used(fast_world, damage):
+def test_a_kept_answer_that_is_not_ours_is_not_used(fast_world):
     path = answer_file(fast_world)
-    if damage == "mode":
-        path.chmod(0o644)
-    elif damage == "link":
-        moved = path.with_name("elsewhere")
-        path.rename(moved)
-        path.symlink_to(moved)
-    elif damage == "garbage":
-        path.write_text("{not json")
-    elif damage == "format":
-        path.write_text(path.read_text().replace('"format":1', '"format":2'))
-    elif os.geteuid() == 0:
-        os.chown(path, 4242, 4242)
-    else:
-        pytest.skip("changing a file's owner needs root")
-    normal_ran(fast_world)
+    for damage in ("mode", "link", "garbage", "format", "owner"):
+        refast(fast_world)
+        if damage == "mode":
+            path.chmod(0o644)
+        elif damage == "link":
+            moved = path.with_name("elsewhere")
+            path.rename(moved)
+            path.symlink_to(moved)
+        elif damage == "garbage":
+            path.write_text("{not json")
+        elif damage == "format":
+            path.write_text(path.read_text().replace('"format":1', '"format":2'))
+        elif os.geteuid() == 0:  # changing a file's owner needs root
+            os.chown(path, 4242, 4242)
+        else:
+            continue
+        normal_ran(fast_world)
+        assert stat.S_IMODE(path.lstat().st_mode) == 0o600 and not path.is_symlink(), "kept again, ours"
 
 
 def test_a_loose_state_directory_is_decided_by_the_normal_path_which_tightens_it(fast_world):
@@ -328,11 +337,12 @@ def test_an_identity_open_to_others_is_refused_by_the_normal_path(fast_world):
     assert done.returncode == 2 and "identity file" in done.stderr
 
 
-@pytest.mark.parametrize("args", [["sync", "--full", "--json"], ["sync", "--json", "--lock-timeout", "5"],
-                                  ["sync", "-v", "--json"], ["--state-dir", "state", "sync", "--json"]])
-def test_an_option_the_fast_path_does_not_know_goes_to_the_normal_path(fast_world, args):
-    done = agentctl(args, fast_world.env(), cwd=fast_world.tmp)
-    assert not done.fast and done.returncode == 0, done.stderr
+def test_an_option_the_fast_path_does_not_know_goes_to_the_normal_path(fast_world):
+    for args in (["sync", "--full", "--json"], ["sync", "--json", "--lock-timeout", "5"], ["sync", "-v", "--json"],
+                 ["sync", "--accept-deletions", "--json"], ["--state-dir", "state", "sync", "--json"]):
+        refast(fast_world)
+        done = agentctl(args, fast_world.env(), cwd=fast_world.tmp)
+        assert not done.fast and done.returncode == 0, (args, done.stderr)
 
 
 def test_a_postgres_store_goes_to_the_normal_path(fast_world):
