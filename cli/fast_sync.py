@@ -64,16 +64,31 @@ def answer_idle_sync(argv: list[str]) -> bool:
 
 
 def _show_summary(lines: list[str]) -> bool:
+    """The terminal summary of the kept records, rendered whole before anything is shown
+    (an answer it cannot render goes to the normal path)."""
+    import io
     import json
 
     from cli.sync_summary import KINDS, SummaryLines
 
-    records = [json.loads(line) for line in lines]
-    summary = SummaryLines()
+    shown = io.StringIO()
+    stdout = sys.stdout
     try:
+        records = [json.loads(line) for line in lines]
+        if any(record.get("record") == "error" for record in records):
+            return False  # an idle answer has none; what the normal path prints on stderr
+        summary = SummaryLines()
+        sys.stdout = shown
         for record in records:
             if record.get("record") in KINDS:
                 summary.emit(record["record"], record)
+    except Exception:  # noqa: BLE001 - not an answer this can show: the normal path shows it
+        return False
+    finally:
+        sys.stdout = stdout
+    try:
+        stdout.write(shown.getvalue())
+        stdout.flush()
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)

@@ -84,9 +84,20 @@ def state_files(world: World) -> dict[str, tuple[int, int]]:
     return found
 
 
+def steady_world(tmp_path: Path) -> World:
+    """A World whose environment is the same in every phase of a test: pytest sets
+    PYTEST_CURRENT_TEST to the phase, and a changed environment is not the one an
+    answer was kept for (that the normal path then decides is tested below)."""
+    world = World(tmp_path)
+    env = world.env
+    world.env = lambda store="fabric.sqlite3": {  # type: ignore[method-assign]
+        k: v for k, v in env(store).items() if k != "PYTEST_CURRENT_TEST"}
+    return world
+
+
 @pytest.fixture
 def world(tmp_path) -> World:
-    world = World(tmp_path)
+    world = steady_world(tmp_path)
     world.prime()
     return world
 
@@ -159,7 +170,7 @@ def test_two_sources_both_unchanged_are_answered_fast(world):
 
 
 def test_without_a_configuration_file_the_built_in_codex_source_is_answered_fast(tmp_path):
-    world = World(tmp_path)
+    world = steady_world(tmp_path)
     env = {k: v for k, v in world.env().items() if k != "AGENTCTL_CONFIG"}
     env.update(XDG_CONFIG_HOME=str(tmp_path / "no-config"), CODEX_HOME=str(world.home),
                CODEX_BIN=str(world.wrapper), CLAUDE_CONFIG_DIR=str(tmp_path / "no-claude"))
