@@ -53,13 +53,9 @@ def answer_idle_sync(argv: list[str]) -> bool:
         return False  # the normal path says what is wrong
     if not as_json and stdout.isatty():
         return _show_summary(lines)
-    try:
-        for line in lines:  # as JsonLinesSink writes: a line, then a flush
-            stdout.write(line)
-            stdout.flush()
-    except BrokenPipeError:  # the reader went away: what cli/main.py does
-        sys.stderr.close()
-        sys.exit(0)
+    for line in lines:  # as JsonLinesSink writes: a line, then a flush (a closed pipe: cli/main.py)
+        stdout.write(line)
+        stdout.flush()
     return True
 
 
@@ -86,10 +82,6 @@ def _show_summary(lines: list[str]) -> bool:
         return False
     finally:
         sys.stdout = stdout
-    try:
-        stdout.write(shown.getvalue())
-        stdout.flush()
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
+    stdout.write(shown.getvalue())
+    stdout.flush()
     return True

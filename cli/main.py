@@ -111,6 +111,11 @@ def _answer_idle_sync() -> bool:
             return True
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as before main() sets its own
         return False
+    except BrokenPipeError:  # the reader went away: click's main ends a sync so (exit 1, silent)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit is silent
+        sys.exit(1)
     except KeyboardInterrupt:
         print("agentctl: interrupted", file=sys.stderr)
         sys.exit(130)
