@@ -108,11 +108,9 @@ def environment_digest(environ: Mapping[str, str]) -> str:
 
 
 def code_stamp() -> str:
-    """agentctl's version, the interpreter, and the size and time of every file of the
-    `cli` and `lib` packages: an answer kept by other code is not given."""
-    from cli.version import VERSION
-
-    digest = hashlib.sha256(f"{VERSION}\0{sys.version}\0{sys.executable}\n".encode())
+    """The interpreter, and the size, time and inode of every file of the `lib` and `cli`
+    packages (cli/version.py among them): an answer kept by other code is not given."""
+    digest = hashlib.sha256(f"{sys.version}\0{sys.executable}\n".encode())
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # lib/
     for package in (here, os.path.join(os.path.dirname(here), "cli")):
         _stamp_tree(package, digest)
