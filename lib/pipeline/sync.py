@@ -87,7 +87,9 @@ def keep_next_idle_answer(
 
     try:
         fresh = UnchangedSources(workspace, target)
-        before = None if workspace.config.checkout_roots else idle_answer.before(fresh)
+        # no kept publication (a source was not kept): the next run lists; nothing to observe
+        unkept = workspace.config.checkout_roots or fresh.book.load_publication() is None
+        before = None if unkept else idle_answer.before(fresh)
         idle = fresh.idle_publication(source_ids) if before is not None else None
     except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
         idle = None
