@@ -47,6 +47,8 @@ def answer_idle_sync(argv: list[str]) -> bool:
     if lines is None:
         return False
     stdout = sys.stdout
+    if stdout is None:
+        return False  # no stdout at all: what the normal path does about it
     try:  # the summary shows values of these lines; neither can fail half-way
         "".join(lines).encode(stdout.encoding or "utf-8", stdout.errors or "strict")
     except (UnicodeError, LookupError):
