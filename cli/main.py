@@ -1,7 +1,8 @@
 """`agentctl`'s entry point: the group (cli/group.py) run with every error as one line and
 its exit code, 143 on SIGTERM. `agentctl --version` alone is answered before click or
 anything else is imported, and `agentctl --help` (or `-h`) alone is rendered without click
-(cli/group_help.py)."""
+(cli/group_help.py), and `agentctl sync` on an unchanged home is answered from its kept
+answer when every input is as it was kept (cli/fast_sync.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def main() -> None:
         print(f"agentctl, version {VERSION}")
         sys.exit(0)
     if sys.argv[1:] in (["--help"], ["-h"]) and _print_group_help():  # click's help, without click
+        sys.exit(0)
+    if "sync" in sys.argv[1:3] and _answer_idle_sync():  # an unchanged home's answer, without click
         sys.exit(0)
     import signal
 
@@ -93,6 +96,32 @@ def _print_group_help() -> bool:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit is silent
         sys.exit(1)
+
+
+def _answer_idle_sync() -> bool:
+    """cli/fast_sync.py's answer, with SIGTERM and ^C ending the run as they end the
+    normal path's."""
+    import signal
+
+    from cli.fast_sync import answer_idle_sync
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if answer_idle_sync(sys.argv[1:]):
+            return True
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as before main() sets its own
+        return False
+    except BrokenPipeError:  # the reader went away: click's main ends a sync so (exit 1, silent)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit is silent
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("agentctl: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Terminated:
+        print("agentctl: terminated (SIGTERM)", file=sys.stderr)
+        sys.exit(143)
 
 
 def _print_traceback() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from cli.commands import COMMAND_TABLE
 from cli.version import VERSION
+from lib.pipeline.idle_inputs import DISABLE_VARIABLE
 from tests.support.cli import AGENTCTL, REPO, agentctl_env
 
 
@@ -144,7 +145,8 @@ def test_an_idle_sync_of_an_unchanged_home_imports_no_transport_stage_or_lock(tm
     world = World(tmp_path)
     world.prime()
     started = world.starts()
-    result = run_with_imports(["sync", "--json"], world.env())
+    env = {**world.env(), DISABLE_VARIABLE: "1"}  # the normal path (the fast one: the next test)
+    result = run_with_imports(["sync", "--json"], env)
     assert result.returncode == 0, result.stderr
     assert '"inventoryUnchanged":true' in result.stdout and world.starts() == started  # idle indeed
     assert result.modules & COMMAND_MODULES == {"cli.commands.sync"}
@@ -153,10 +155,36 @@ def test_an_idle_sync_of_an_unchanged_home_imports_no_transport_stage_or_lock(tm
     # It still imports pydantic (lib.types, lib.reconcile, lib.git_context import it at
     # module level), cryptography (the identity's key check) and click (the options): see
     # docs/start-up.md. Of lib.types' models it builds only those it uses:
-    built = run_in_process_models(["sync", "--json"], world.env(), tmp_path / "out.jsonl")
+    built = run_in_process_models(["sync", "--json"], env, tmp_path / "out.jsonl")
     assert built["inventoryUnchanged"], built
     assert built["built"] == [], built["built"]  # no unused model was built
     assert "AgentSourceConfig" in built["complete"]  # the check sees a built one as built
+
+
+# What the idle fast path (cli/fast_sync.py) may import beyond Python's own start-up: the
+# cli and lib modules of the decision and the standard library's json, hashlib, sqlite3
+# (and datetime under it), shutil (the program lookup) and signal. Session 21's goal: at
+# most ~130 modules in all, against 368 for the normal path.
+IDLE_FAST_PATH_MODULE_LIMIT = 130
+IDLE_FAST_PATH_LIB = {"lib", "lib.pipeline", "lib.pipeline.idle_inputs", "lib.drivers", "lib.drivers.codex_home_files"}
+
+
+def test_an_idle_sync_answered_by_the_fast_path_imports_neither_click_pydantic_nor_cryptography(tmp_path):
+    from tests.test_cli_idle_sync import World
+
+    world = World(tmp_path)
+    world.prime()
+    started = world.starts()
+    result = run_with_imports(["sync", "--json"], world.env())
+    assert result.returncode == 0, result.stderr
+    assert '"idle":true' in result.stdout and world.starts() == started
+    floor = run_with_imports([], world.env(), python_only=True)  # what Python's start-up imports here
+    added = result.modules - floor.modules
+    for heavy in (*HEAVY[:3], "click", "cli.commands.sync", "lib.types", "lib.workspace", "lib.fabric", "pathlib",
+                  "tomllib", "dataclasses", "typing", "asyncio", "logging"):
+        assert {m for m in added if m == heavy or m.startswith(heavy + ".")} == set(), heavy
+    assert result.imported("lib") == IDLE_FAST_PATH_LIB, result.imported("lib")
+    assert len(result.modules) <= IDLE_FAST_PATH_MODULE_LIMIT, (len(result.modules), sorted(result.modules))
 
 
 MODELS_AFTER_RUN = """

@@ -8,6 +8,9 @@ import click
 
 from cli.context import AppContext
 from cli.errors import exit_for
+from cli.fast_sync import sync_request
+from cli.sync_summary import KINDS as SUMMARY_KINDS
+from cli.sync_summary import SummaryLines
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.records import Item, JsonLinesSink, RecordSink, data_of, kind_of
 from lib.pipeline.sync import run_sync
@@ -49,44 +52,28 @@ def sync_command(
     source_ids = workspace.sync_sources(sources)
     workspace.lock_timeout = lock_timeout
     sink = JsonLinesSink() if as_json or not sys.stdout.isatty() else SyncSummary()
+    # Kept for the fast path only when this is the command line it answers (cli/fast_sync.py).
+    request = sync_request(sys.argv[1:])
+    keeper = None
+    if request is not None and request[0] == list(sources):
+        from lib.pipeline.idle_answer import IdleAnswerKeeper
+
+        keeper = IdleAnswerKeeper(workspace, list(sources), source_ids)
     with DriverPool(workspace.create_driver) as drivers:
         run_sync(workspace, source_ids, sink, drivers=drivers, full=full, accept_deletions=accept_deletions,
-                 progress=app.progress, close_drivers=True)
+                 progress=app.progress, close_drivers=True, idle_answer=keeper)
     exit_for(sink)
 
 
 class SyncSummary(RecordSink):
-    """On a terminal: errors on stderr, a line per source and a total on stdout."""
+    """On a terminal: errors on stderr, a line per source and a total on stdout
+    (cli/sync_summary.py, which the idle fast path shows its kept records with)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._unchanged: set[str] = set()
+        self._lines = SummaryLines()
 
     def emit(self, item: Item) -> None:
         kind = kind_of(item)
-        if kind == "outcome" and data_of(item).get("inventoryUnchanged"):
-            self._unchanged.add(data_of(item).get("sourceId"))
-        elif kind == "error":
-            record = data_of(item)
-            print(f"error: {record.get('sourceId') or '-'} {record.get('nativeSessionId') or ''}: "
-                  f"{record['message']}", file=sys.stderr)
-        elif kind == "publication":
-            self._show(data_of(item))
-
-    def _show(self, record: dict) -> None:
-        for source in record["sources"]:
-            if source["sourceId"] in self._unchanged:
-                print(f"{source['sourceId']}: home unchanged since the last complete sync, not listed "
-                      f"({source.get('listed', 0)} sessions kept)")
-                continue
-            state = "complete" if source.get("inventoryComplete") else "incomplete"
-            print(f"{source['sourceId']}: {source.get('listed', 0)} listed, {source.get('read', 0)} read, "
-                  f"{source.get('retained', 0)} kept unchanged, {source.get('errorCount', 0)} errors "
-                  f"(inventory {state})")
-        statuses = ", ".join(f"{n} {s}" for s, n in record["statuses"].items()) or "none"
-        if record.get("idle"):
-            print(f"nothing published: every source unchanged; the store stays at generation "
-                  f"{record['generation']}: {record['sessionCount']} sessions ({statuses})")
-            return
-        print(f"published generation {record['generation']}: {record['sessionCount']} sessions "
-              f"({record['written']} written, {record['unchanged']} unchanged; {statuses})")
+        if kind in SUMMARY_KINDS:
+            self._lines.emit(kind, data_of(item))

@@ -22,23 +22,29 @@ or a linked directory inside the session trees.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import time
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lib.drivers.base import DriverUnavailable, InventoryFingerprint
-from lib.drivers.codex_launch import child_environment, resolve_codex_program
-from lib.types import AgentSourceConfig
+from lib.drivers.base import InventoryFingerprint
+from lib.drivers.codex_home_files import (
+    DATABASE_PREFIXES,
+    DATABASE_SUFFIXES,
+    HOME_FILES,
+    REQUIREMENTS_FILE,
+    TREES,
+    find_codex_program,
+    home_digest,
+)
+from lib.drivers.codex_launch import child_environment
 
-TREES = ("sessions", "archived_sessions")
-HOME_FILES = ("session_index.jsonl", "config.toml")
-DATABASE_PREFIXES = ("state_", "thread_history_")
-DATABASE_SUFFIXES = (".sqlite", ".sqlite-wal")
-# Managed requirements can override where the databases live; then we cannot tell.
-REQUIREMENTS_FILE = Path("/etc/codex/requirements.toml")
+if TYPE_CHECKING:
+    from lib.types import AgentSourceConfig
+
+__all__ = ["DATABASE_PREFIXES", "DATABASE_SUFFIXES", "HOME_FILES", "REQUIREMENTS_FILE", "TREES",
+           "codex_inventory_fingerprint", "database_directory", "fingerprint_plan", "inventory_fingerprint"]
 
 
 def inventory_fingerprint(config: AgentSourceConfig) -> InventoryFingerprint | None:
@@ -51,40 +57,34 @@ def codex_inventory_fingerprint(
     config: AgentSourceConfig, environ: Mapping[str, str] | None = None
 ) -> InventoryFingerprint | None:
     environ = os.environ if environ is None else environ
-    if config.command or config.codex_transport == "proxy" or REQUIREMENTS_FILE.exists():
+    plan = fingerprint_plan(config, environ)
+    if plan is None:
         return None
-    try:
-        program = resolve_codex_program(config, environ)
-    except DriverUnavailable:
+    program = find_codex_program(plan["codexBin"], environ)
+    if program is None:
         return None  # the listing reports that; nothing to compare
+    taken = home_digest(program, plan["home"], plan["databases"])
+    if taken is None:
+        return None
+    return InventoryFingerprint(digest=taken.digest, files=taken.files, newest_change_ns=taken.newest_change_ns,
+                                taken_ns=taken.taken_ns)
+
+
+def fingerprint_plan(config: AgentSourceConfig, environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """Where the fingerprint looks, as plain data: the `codexBin` to look the program up
+    by, the home and the databases' directory (absolute). None when what Codex reads
+    cannot be told from here (an explicit command, proxy mode, an unreadable config.toml).
+    Kept beside the fingerprints for the idle fast path, which takes the same digest
+    from it (the environment and the configuration being the same)."""
+    if config.command or config.codex_transport == "proxy":
+        return None
     env = child_environment(config, environ)
     base = Path(config.cwd) if config.cwd else Path.cwd()
     home = base / os.path.expanduser(env.get("CODEX_HOME") or "~/.codex")
     databases = database_directory(home, env, base)
     if databases is None:
         return None
-    taken_ns = time.time_ns()
-    digest = hashlib.sha256()
-    files = 0
-    newest = 0
-    try:
-        for label, info in _entries(Path(program), home, databases):
-            if info is None:
-                digest.update(f"{label}\0absent\n".encode("utf-8", "surrogateescape"))
-                continue
-            files += 1
-            # Codex touches its write-ahead log's status (not its data) each time it opens
-            # it, so a database counts by modification time alone; SQLite never sets that back.
-            changed = info.st_mtime_ns if label.startswith("db/") else info.st_ctime_ns
-            newest = max(newest, info.st_mtime_ns, changed)
-            digest.update(
-                f"{label}\0{info.st_size}\0{info.st_ino}\0{info.st_mtime_ns}\0{changed}\n".encode(
-                    "utf-8", "surrogateescape"
-                )
-            )
-    except (Undecidable, PermissionError):
-        return None
-    return InventoryFingerprint(digest=digest.hexdigest(), files=files, newest_change_ns=newest, taken_ns=taken_ns)
+    return {"codexBin": config.codex_bin, "home": str(home), "databases": str(databases)}
 
 
 def database_directory(home: Path, env: Mapping[str, str], base: Path) -> Path | None:
@@ -101,62 +101,3 @@ def database_directory(home: Path, env: Mapping[str, str], base: Path) -> Path |
     configured = settings.get("sqlite_home") if isinstance(settings, dict) else None
     chosen = configured if isinstance(configured, str) and configured else env.get("CODEX_SQLITE_HOME")
     return base / os.path.expanduser(chosen) if chosen else home
-
-
-def _entries(program: Path, home: Path, databases: Path) -> Iterator[tuple[str, os.stat_result | None]]:
-    """(label, stat or None when absent) for every file the fingerprint covers, in a
-    stable order."""
-    yield "program", _stat(program)
-    for name in HOME_FILES:
-        yield f"home/{name}", _stat(home / name)
-    try:
-        names = sorted(
-            entry.name for entry in os.scandir(databases)
-            if entry.name.startswith(DATABASE_PREFIXES) and entry.name.endswith(DATABASE_SUFFIXES)
-        )
-    except FileNotFoundError:
-        names = []
-    for name in names:
-        info = _stat(databases / name)
-        # An empty log holds nothing: Codex may remove it on exit or create it empty on
-        # start, and either way the data is the same, so it counts as no file at all.
-        if info is None or info.st_size > 0:
-            yield f"db/{name}", info
-    for tree in TREES:
-        yield from _walk(home / tree, tree)
-
-
-class Undecidable(Exception):
-    """What Codex would read cannot be fingerprinted (a linked directory)."""
-
-
-def _walk(directory: Path, label: str) -> Iterator[tuple[str, os.stat_result | None]]:
-    """Every file below `directory`, depth first by name; a linked file counts by its
-    target. A linked directory (which may loop, or change where we do not look) makes
-    the home undecidable; a missing tree counts as absent."""
-    try:
-        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except FileNotFoundError:
-        yield f"{label}/", None
-        return
-    except NotADirectoryError:
-        yield f"{label}/", _stat(directory)
-        return
-    for entry in entries:
-        name = f"{label}/{entry.name}"
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path), name)
-        elif entry.is_symlink() and entry.is_dir():
-            raise Undecidable(name)
-        else:
-            try:
-                yield name, entry.stat()
-            except FileNotFoundError:
-                yield name, None  # removed while walking: differs from before and after
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None

@@ -18,6 +18,7 @@ from lib.pipeline.unchanged_sources import UnchangedSources
 if TYPE_CHECKING:  # what only a sync that lists needs is imported when it lists
     from lib.fabric.target import FabricTarget
     from lib.pipeline.driver_pool import DriverPool
+    from lib.pipeline.idle_answer import IdleAnswerKeeper
     from lib.pipeline.runner import Progress
     from lib.reconcile import SignalSource
     from lib.workspace import Workspace
@@ -34,19 +35,27 @@ def run_sync(
     signal: SignalSource = None,
     progress: Progress | None = None,
     close_drivers: bool = False,
+    idle_answer: IdleAnswerKeeper | None = None,
 ) -> RecordSink:
     """Collect and publish `source_ids`; every record goes to `sink`, the last one the
     `publication` record. With `close_drivers` the providers are stopped before their
     homes are fingerprinted again (Codex checkpoints its database as it exits, so a
-    fingerprint taken while it runs would not be the one the next sync sees)."""
+    fingerprint taken while it runs would not be the one the next sync sees).
+
+    With `idle_answer`, an idle answer (this run's, or the one the next run will give
+    after this run's publication) is kept for the fast path (lib/pipeline/idle_answer.py)."""
     target = workspace.open_target()
     unchanged = UnchangedSources(workspace, target, full=full)
+    before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
     idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
-        for source_id in source_ids:
-            for record in unchanged.unchanged_records(unchanged.checks[source_id], observed=False):
-                sink.put(record)
-        sink.put(idle)
+        from lib.pipeline.idle_answer import idle_records
+
+        records = idle_records(unchanged, source_ids, idle)
+        for record in records:
+            sink.put(record)
+        if idle_answer is not None:
+            idle_answer.keep(before, unchanged, records)
         return sink
     # the stages, the read-ahead and the runner: not imported by an idle sync
     from lib.pipeline.build import publish_stage
@@ -64,7 +73,30 @@ def run_sync(
         if close_drivers:
             drivers.close()
     unchanged.published(watched.publication)
+    if idle_answer is not None:
+        keep_next_idle_answer(workspace, target, source_ids, idle_answer)
     return sink
+
+
+def keep_next_idle_answer(
+    workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper
+) -> None:
+    """After a publication: decide, as the next run will, whether it is idle, and keep
+    that answer, so the first idle sync after a publication is answered fast too."""
+    from lib.pipeline.idle_answer import idle_records
+
+    try:
+        fresh = UnchangedSources(workspace, target)
+        # no kept publication (a source was not kept): the next run lists; nothing to observe
+        unkept = workspace.config.checkout_roots or fresh.book.load_publication() is None
+        before = None if unkept else idle_answer.before(fresh)
+        idle = fresh.idle_publication(source_ids) if before is not None else None
+    except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
+        idle = None
+    if idle is None:
+        idle_answer.forget()
+        return
+    idle_answer.keep(before, fresh, idle_records(fresh, source_ids, idle))
 
 
 def inventory_records(

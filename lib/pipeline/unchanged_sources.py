@@ -39,12 +39,13 @@ from lib.drivers.base import InventoryFingerprint
 from lib.drivers.registry import inventory_fingerprint
 from lib.errors import CodedError
 from lib.fabric.target import FabricTarget
+from lib.pipeline import idle_inputs
 from lib.pipeline.records import source_record
 from lib.reconcile import CollectionOutcome
 from lib.workspace import Workspace
 
 UNSURE_SECONDS = 2.0
-DIRECTORY = "inventory-fingerprints"
+DIRECTORY = idle_inputs.DIRECTORY  # beside the fingerprints: the kept idle answer (idle_inputs.py)
 FORMAT = 1
 
 
@@ -126,6 +127,10 @@ class UnchangedSources:
         self._book: FingerprintBook | None = None
         self._generation: int | None = None
         self.checks: dict[str, SourceCheck] = {}
+
+    @property
+    def target(self) -> FabricTarget:
+        return self._target
 
     @property
     def book(self) -> FingerprintBook:
