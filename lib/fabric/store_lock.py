@@ -7,7 +7,7 @@ objects, threads and processes. The holder leaves a note (pid, host, command, wh
 that a waiter can read, so a process that gives up can name who holds the lock.
 
 Where a lock lives belongs to the store, because the store knows what makes two
-handles the same: the SQLite store keeps `filelock` files beside its database file,
+handles the same: the SQLite store keeps `flock(2)`ed files beside its database file,
 keyed by the file's resolved path (lock_files.py); an in-memory store, which no other
 process can open, keeps them in the process (`LocalLockTable`); a PostgreSQL store
 would use advisory locks keyed by the space. This module holds what every kind
