@@ -27,8 +27,8 @@ REQUIREMENTS_FILE = "/etc/codex/requirements.toml"
 
 
 def find_codex_program(codex_bin: str | None, environ: Mapping[str, str]) -> str | None:
-    """The program codex_launch.resolve_codex_program picks (codexBin, then CODEX_BIN,
-    then `codex` on PATH), or None where it would fail."""
+    """The Codex program: codexBin, then CODEX_BIN, then `codex` on PATH; None where none
+    resolves. codex_launch.resolve_codex_program searches with this and says why not."""
     for candidate in (codex_bin, environ.get("CODEX_BIN")):
         if candidate:
             return shutil.which(candidate, path=environ.get("PATH"))

@@ -16,13 +16,13 @@ on PATH. `CODEX_HOME` and the source's `env` go to the child only, never to this
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lib.drivers.base import CancelSignal, DriverError, DriverUnavailable
+from lib.drivers.codex_home_files import find_codex_program
 from lib.types import AgentSourceConfig
 
 if TYPE_CHECKING:  # the transport (and its WebSocket library) only when a child is run
@@ -45,24 +45,22 @@ class CodexLaunch:
 
 
 def resolve_codex_program(config: AgentSourceConfig, environ: Mapping[str, str]) -> str:
-    """codexBin, then CODEX_BIN, then `codex` on PATH; DriverUnavailable if none resolves."""
+    """codexBin, then CODEX_BIN, then `codex` on PATH; DriverUnavailable if none resolves.
+    The search is codex_home_files.find_codex_program's, which the idle fast path uses
+    too, so both always pick the same program."""
+    found = find_codex_program(config.codex_bin, environ)
+    if found is not None:
+        return found
     for origin, candidate in (("codexBin", config.codex_bin), ("CODEX_BIN", environ.get("CODEX_BIN"))):
-        if not candidate:
-            continue
-        found = shutil.which(candidate, path=environ.get("PATH"))
-        if found is None:
+        if candidate:
             raise DriverUnavailable(
                 "program-not-found",
                 f"{origin} names {candidate!r}, which is not an executable program; "
                 f"{INSTALL_HINT} (source {config.id})",
             )
-        return found
-    found = shutil.which("codex", path=environ.get("PATH"))
-    if found is None:
-        raise DriverUnavailable(
-            "program-not-found", f"the codex program was not found on PATH; {INSTALL_HINT} (source {config.id})"
-        )
-    return found
+    raise DriverUnavailable(
+        "program-not-found", f"the codex program was not found on PATH; {INSTALL_HINT} (source {config.id})"
+    )
 
 
 def child_environment(config: AgentSourceConfig, environ: Mapping[str, str]) -> dict[str, str]:
