@@ -123,6 +123,7 @@ def manifest_value(
     return value
 
 
+@gc_paused()  # planning makes and drops many containers, and no cycles
 def write_session_graph(
     target: GraphTarget,
     *,
@@ -143,24 +144,6 @@ def write_session_graph(
     are manifest_value's remaining keyword arguments (metadata, summary, messages,
     snapshot_hash, revision, observed_at, complete).
     """
-    with gc_paused():  # planning makes and drops many containers, and no cycles
-        return _write_session_graph(
-            target, key=key, source_id=source_id, native_session_id=native_session_id,
-            driver=driver, chunks=chunks, manifest_fields=manifest_fields, batch=batch,
-        )
-
-
-def _write_session_graph(
-    target: GraphTarget,
-    *,
-    key: str,
-    source_id: str,
-    native_session_id: str,
-    driver: str,
-    chunks: Sequence[PreparedChunk],
-    manifest_fields: Mapping[str, Any],
-    batch: GraphBatch | None,
-) -> SessionGraphWrite:
     own = batch is None
     batch = batch or GraphBatch(target)
     causes = [
