@@ -161,15 +161,21 @@ def _file_digest(path: str | None, *, missing_ok: bool = False) -> str | None:
 def _identity_digest(path: str) -> str:
     """The identity file's bytes, when lib/fabric/identity.py would load it without a
     word: a regular file (not a link) of this user, closed to group and others."""
+    return hashlib.sha256(_read_private_file(path, os.getuid())).hexdigest()
+
+
+def _read_private_file(path: str, owner: int, limit: int = -1) -> bytes:
+    """The bytes (up to `limit`) of a regular file, not a link, owned by `owner` and
+    closed to group and others; Undecided otherwise."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         raise Undecided(path) from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != owner or info.st_mode & 0o077:
             raise Undecided(path)
-        return hashlib.sha256(handle.read()).hexdigest()
+        return handle.read(limit)
 
 
 def _home_digest(recipe: Mapping[str, Any], environ: Mapping[str, str]) -> str:
@@ -267,15 +273,7 @@ def load_answer(state_dir: str) -> dict[str, Any]:
     directory = os.path.join(state_dir, DIRECTORY)
     _private(directory, directory=True, strict_mode=0o022)
     path = answer_path(state_dir)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        raise Undecided(path) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            raise Undecided(path)
-        raw = handle.read(MAX_BYTES + 1)
+    raw = _read_private_file(path, os.geteuid(), MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         raise Undecided(path)
     try:
