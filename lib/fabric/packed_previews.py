@@ -28,10 +28,11 @@ import marshal
 import os
 import tempfile
 import threading
-import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from isal import isal_zlib
 
 from lib.fabric import value_decoding, values
 from lib.fabric.preview_cells import preview_cells
@@ -41,11 +42,11 @@ FIELD = "recentMessages"
 
 
 def _pack(messages: Sequence[Any]) -> bytes:
-    return zlib.compress(values.dumps(list(messages)).encode("utf-8"), 1)
+    return isal_zlib.compress(values.dumps(list(messages)).encode("utf-8"), 1)
 
 
 def _unpack(packed: bytes) -> list[Any]:
-    return value_decoding.loads(zlib.decompress(packed))
+    return value_decoding.loads(isal_zlib.decompress(packed))
 
 
 class LazyPreviews(ABC):

@@ -9,7 +9,9 @@ text (and so the same value and value hash) that was written:
     U+0001 never occurs in JSON text (control characters inside strings are always
     escaped), so the marker cannot be confused with anything a value holds;
   - a text of at least COMPRESS_AT bytes is zlib-compressed (a BLOB instead of TEXT)
-    when that saves at least a tenth of it.
+    when that saves at least a tenth of it. The zlib stream is made by ISA-L's deflate
+    (`isal`), which any zlib reads; stdlib zlib at level 1 took a sixth of a first
+    sync's main thread (docs/store-size-and-speed.md, "Session 22").
 
 Rows written by schema version 1 hold plain fvj1 TEXT, which reads back unchanged: it
 holds no marker, and it is no BLOB.
@@ -19,18 +21,17 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from typing import Any
+
+from isal import isal_zlib
 
 from lib.fabric import value_decoding
 from lib.fabric.cell_speedups import CELLS
 
 COMPRESS_AT = 256  # characters of text: below it zlib saves little (measured on the bench corpus)
-COMPRESS_LEVEL = 1  # the fastest: most of what level 6 saves, at a fraction of the time
-# zlib's hash table at memLevel 4 (4 KiB instead of 64 KiB): most values are a few KB,
-# and setting up the default table took longer than compressing them (measured 3 to 5
-# times faster below 4 KB, within 1% of the bytes). The stream is a plain zlib one.
-COMPRESS_MEM_LEVEL = 4
+# ISA-L's level 2 (of 0-3): 3 times zlib level 1's speed on the bench corpus's values,
+# and 2% fewer bytes; level 0 is faster again but keeps a quarter more bytes
+COMPRESS_LEVEL = 2
 _MARKER = "\x01"
 _ID_PREFIX = "of:fid1:"
 _ID_BODY = r"[A-Za-z0-9_-]{43}"
@@ -71,8 +72,7 @@ def encode(text: str, space: str) -> str | bytes:
     if len(text) < COMPRESS_AT:
         return text
     raw = text.encode("utf-8")
-    packer = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS, COMPRESS_MEM_LEVEL)
-    packed = packer.compress(raw) + packer.flush()
+    packed = isal_zlib.compress(raw, COMPRESS_LEVEL)
     if len(packed) * 10 <= len(raw) * 9:
         return packed
     return text
@@ -86,7 +86,7 @@ def read_keeping(stored: str | bytes, space: str, keep: frozenset[str]) -> Any:
     left undecoded (value_decoding.decode_keeping); a kept field that is stored as a list
     of short links and nothing else comes back as `SameSpaceLinks` of their IDs, without
     expanding, parsing or checking each link (an index row's twelve previews)."""
-    text = zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
+    text = isal_zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
     cut: dict[str, SameSpaceLinks] = {}
     if _MARKER in text:
         for name in keep:
@@ -131,7 +131,7 @@ def _cut_short_links(text: str, name: str) -> tuple[str, SameSpaceLinks | None]:
 
 def decode(stored: str | bytes, space: str) -> str:
     """The fvj1 text a stored value holds (schema version 1's TEXT as it is)."""
-    text = zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
+    text = isal_zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
     return _expanded(text, space)
 
 
