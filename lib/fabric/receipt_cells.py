@@ -19,6 +19,7 @@ moved a cell this commit read) is retried a few times.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,17 +243,59 @@ class ReceiptCommits:
 
 @dataclass
 class IndexCache:
-    """The index as this process last committed it: its root's version, its rows and the
-    link to each row's cell. While the root is still at that version nobody else wrote
-    it (nor any row cell: the change feed says), so the next commit plans and writes only
-    the new rows and the root: no 200 rows
-    re-read, re-validated or re-planned (a row's cell is named by its command, not its
-    position, so the other rows' links stay as they are)."""
+    """The index as this process last committed it: its root's version, and per row (by
+    identity, oldest first) the row, the link to its cell and that link's fvj1 text.
+    While the root is still at that version nobody else wrote it (nor any row cell: the
+    change feed says), so the next commit plans and writes only the new rows and the
+    root: no 200 rows re-read, re-validated or re-planned (a row's cell is named by its
+    command, not its position, so the other rows' links stay as they are), and the root's
+    text is assembled from the kept link texts. Held in dicts, so a commit's cost does
+    not grow with the rows it keeps: copied whole (in C), changed only at its new rows."""
 
     version: int
-    rows: list[dict[str, Any]]
-    links: list[Link]
-    texts: list[str]  # each link's fvj1 text: the root's text is assembled, not encoded
+    rows: dict[RowIdentity, dict[str, Any]]
+    links: dict[RowIdentity, Link]
+    texts: dict[RowIdentity, str]
+    cells: set[str]  # every link's cell id
+    counts: dict[str, int]  # rows per command id (two producers may share one)
+    shared: int = 0  # command ids with more than one row
+
+    @classmethod
+    def of(cls, rows: list[dict[str, Any]], links: list[Link]) -> IndexCache:
+        cache = cls(0, {}, {}, {}, set(), {})
+        for row, link in zip(rows, links, strict=True):
+            cache.append(row, link)
+        return cache
+
+    def copy(self) -> IndexCache:
+        return IndexCache(
+            0, dict(self.rows), dict(self.links), dict(self.texts), set(self.cells), dict(self.counts), self.shared
+        )
+
+    def append(self, row: dict[str, Any], link: Link) -> None:
+        identity = row_identity(row)
+        self.remove(identity)
+        self.rows[identity], self.links[identity], self.texts[identity] = row, link, values.dumps(link)
+        self.cells.add(link.id)
+        count = self.counts[identity[1]] = self.counts.get(identity[1], 0) + 1
+        self.shared += count == 2
+
+    def remove(self, identity: RowIdentity) -> None:
+        if identity in self.rows:
+            del self.rows[identity], self.texts[identity]
+            self.cells.discard(self.links.pop(identity).id)
+            count = self.counts[identity[1]] = self.counts[identity[1]] - 1
+            self.shared -= count == 1
+            if not count:
+                del self.counts[identity[1]]
+
+    def keep_last(self, count: int) -> None:
+        while len(self.rows) > count:
+            self.remove(next(iter(self.rows)))
+
+    def shared_command(self) -> bool:
+        """Whether two rows share a command id."""
+        return self.shared > 0
 
 
 def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
@@ -286,7 +329,7 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                     cached = target.receipt_index_cache
                     cache = None
                     if cached is not None and cached.version == version and not changed_since(
-                        target.graphs, version, {link.id for link in cached.links}
+                        target.graphs, version, cached.cells
                     ):
                         cache = _stage_rows(target, tx, cached, rows, now)
                     if cache is None:
@@ -308,8 +351,7 @@ def _stage_whole_index(target: FabricTarget, tx: Transaction, rows: list[dict[st
         merged = with_row(merged, row)
     graph = _plan_index(target, merged, now)
     stage_graph(target.store, tx, graph, target.labels)
-    links = list(graph.root.value["receipts"])
-    return IndexCache(0, merged, links, [values.dumps(link) for link in links])
+    return IndexCache.of(merged, list(graph.root.value["receipts"]))
 
 
 def _stage_rows(
@@ -318,30 +360,25 @@ def _stage_rows(
     """Stage `rows` and the root from the cache; None when two rows (kept or new) share a
     command id (their cells' identities then depend on each other: plan it whole)."""
     fresh = {row_identity(row): row for row in rows}  # a command written twice: its last
-    kept = [
-        (r, link, text)
-        for r, link, text in zip(cache.rows, cache.links, cache.texts, strict=True)
-        if row_identity(r) not in fresh
-    ]
-    ids = [r["commandId"] for r, _, _ in kept] + [identity[1] for identity in fresh]
-    if len(set(ids)) != len(ids):
-        return None
     planned = _plan_index(target, list(fresh.values()), now)
+    new_links = list(planned.root.value["receipts"])
+    kept = cache.copy()  # a new one: the commit may fail
+    for row, link in zip(fresh.values(), new_links, strict=True):
+        kept.append(row, link)
+    if kept.shared_command():  # counted before the oldest rows leave, as the whole plan does
+        return None
+    kept.keep_last(MAX_ROWS)
     stage_graph(target.store, tx, PlannedGraph(planned.space, planned.children[-1], tuple(planned.children[:-1])),
                 target.labels)
-    new_links = list(planned.root.value["receipts"])
-    links = ([link for _, link, _ in kept] + new_links)[-MAX_ROWS:]
-    texts = ([text for _, _, text in kept] + [values.dumps(link) for link in new_links])[-MAX_ROWS:]
-    root = {**planned.root.value, "receipts": links}
-    tx.write(planned.root.id, root, text=_root_text(root, texts))  # keeps the root's labels
-    kept_rows = ([r for r, _, _ in kept] + list(fresh.values()))[-MAX_ROWS:]
-    return IndexCache(0, kept_rows, links, texts)  # a new one: the commit may fail
+    root = {**planned.root.value, "receipts": list(kept.links.values())}
+    tx.write(planned.root.id, root, text=_root_text(root, kept.texts.values()))  # keeps the root's labels
+    return kept
 
 
 _EMPTY_TAIL = '"receipts":[]}'
 
 
-def _root_text(root: dict[str, Any], texts: list[str]) -> str:
+def _root_text(root: dict[str, Any], texts: Iterable[str]) -> str:
     """`values.dumps(root)`, its receipts array joined from each link's own text (the
     200 links are not encoded again on every commit)."""
     head = values.dumps({**root, "receipts": []})

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from lib.group_commit import GroupCommit
 from lib.ledger import files
 from lib.ledger.files import LedgerError
 from lib.ledger.receipts import InvalidReceipt, from_stored, stored_receipt, to_stored
+from lib.ledger.render import ReceiptPieces, render_whole
+from lib.ledger.settled import SettledOrder, TrackedReceipts
 from lib.receipts import CommandReceipt
 
 log = logging.getLogger(__name__)
@@ -65,15 +65,9 @@ class _State:
         return (self.generation, self.receipts, self.pending) == (other.generation, other.receipts, other.pending)
 
     def render(self) -> bytes:
-        doc = {
-            "schema": LEDGER_SCHEMA,
-            "generation": self.generation,
-            "receipts": {cid: self.receipts[cid] for cid in sorted(self.receipts)},
-            "pendingPublicationCommandIds": self.pending,
-        }
         # orjson: a ledger of thousands of receipts renders in a millisecond (json.dumps
         # takes 20 times as long, on every write). Stored receipts are plain JSON.
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        return render_whole(LEDGER_SCHEMA, self.generation, self.receipts, self.pending)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -141,21 +135,6 @@ def _nothing(receipts: Receipts, pending: list[str]) -> bool:
     return False  # a write for the deferred clears alone
 
 
-def _drop_settled_beyond_limit(receipts: Receipts, pending: list[str]) -> None:
-    """Drop from `receipts` the settled ones beyond MAX_SETTLED (oldest completion first);
-    a receipt awaiting publication or still in flight is always kept. Once per written
-    batch, not per change."""
-    if len(receipts) - len(pending) <= MAX_SETTLED:
-        return  # even counting in-flight ones as settled, nothing is beyond the limit
-    waiting = set(pending)
-    settled = [cid for cid, r in receipts.items() if cid not in waiting and r.get("status") != "in-flight"]
-    if len(settled) <= MAX_SETTLED:
-        return
-    settled.sort(key=lambda cid: (receipts[cid].get("completedAt") or "", cid))
-    for cid in settled[: len(settled) - MAX_SETTLED]:
-        del receipts[cid]
-
-
 class CommandLedger:
     """Receipts kept on disk, with the set awaiting publication. Thread-safe."""
 
@@ -174,6 +153,8 @@ class CommandLedger:
         # a clear made again while a write carries the first one stays for the next).
         self._cleared: dict[str, int] = {}
         self._clears = 0
+        self._pieces = ReceiptPieces()  # each receipt's rendered entry, reused by the next write
+        self._settled = SettledOrder()  # the settled receipts by completion, for the cap
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CommandLedger:
@@ -273,18 +254,30 @@ class CommandLedger:
     def _write(self, base: _State, changes: list[Change]) -> tuple[_State, Path] | None:
         """The next generation with `changes` applied, written to the inactive slot
         (None when they change nothing)."""
-        # One working copy for the whole batch (base stays what is on disk if the write fails).
-        receipts, pending, changed = dict(base.receipts), list(base.pending), False
+        # One working copy for the whole batch (base stays what is on disk if the write
+        # fails); it notes the receipts the changes touch, so the settled order and the
+        # file's entries are brought up to date at those alone (settled.py, render.py).
+        receipts, pending, changed = TrackedReceipts(base.receipts), list(base.pending), False
         for change in changes:
             changed = change(receipts, pending) or changed
         if not changed:
             return None
-        _drop_settled_beyond_limit(receipts, pending)
         if base.generation >= MAX_SAFE_INTEGER:
             raise LedgerError("ledger-write-failed", f"command ledger {self.path} generation is exhausted")
+        # Settled receipts (terminal and published) beyond MAX_SETTLED leave, oldest
+        # completion first; one awaiting publication or still in flight always stays.
+        self._settled.drop_beyond(MAX_SETTLED, base.receipts, receipts, pending)
         state = _State(base.generation + 1, receipts, pending)
         target = self.previous_path if self._active == self.path else self.path
-        files.write_durably(target, state.render())
+        data = self._pieces.render(
+            LEDGER_SCHEMA, state.generation, receipts, pending, base=base.receipts, touched=receipts.touched
+        )
+        try:
+            files.write_durably(target, data)
+        except BaseException:
+            self._settled.forget()  # memory keeps `base`: the next write rebuilds both
+            self._pieces.forget()
+            raise
         return state, target
 
     @property

@@ -304,3 +304,49 @@ def test_the_root_text_assembled_from_cached_row_texts_is_the_encoded_root(tmp_p
     for value, text in written:
         assert text == values.dumps(value)
     assert env.store.read(SPACE, target.receipt_cell_id()).value == written[-1][0]
+
+
+def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same receipts published on two stores of one owner: one through the cache
+    (only new rows planned), one with the cache dropped before every commit (the stored
+    index read, validated and planned whole). Republished commands, a command id on two
+    queues (its rows then planned whole) and more than MAX_ROWS commands among them:
+    the root and every row cell hold the same values."""
+    import shutil
+
+    from lib.fabric import receipt_cells
+
+    staged = []
+    stage_rows = receipt_cells._stage_rows
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = stage_rows(*args, **kwargs)
+        staged.append(result is not None)
+        return result
+
+    monkeypatch.setattr(receipt_cells, "_stage_rows", counted)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    cached_env = make_env(tmp_path / "a")
+    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
+    whole_env = make_env(tmp_path / "b")
+    cached, whole = cached_env.target(), whole_env.target()
+    for n in range(MAX_ROWS + 40):
+        command = f"c{n % (MAX_ROWS + 15)}"  # the first 25 again after MAX_ROWS + 15
+        producer = "p" if n % 7 == 0 else None
+        status = "in-flight" if n % 2 else "succeeded"
+        extra = {} if status == "in-flight" else {"completed_at": DONE}
+        for target in (cached, whole):
+            if target is whole:
+                target.receipt_index_cache = None
+            target.publish_receipt(receipt(command, status, producer=producer, **extra))
+            if n == MAX_ROWS + 30:  # the same id on the owner's queue and a producer's
+                target.publish_receipt(receipt(command, status, producer="q", **extra))
+    roots = [env.store.read(SPACE, t.receipt_cell_id()).value for env, t in ((cached_env, cached), (whole_env, whole))]
+    assert roots[0] == roots[1] and len(roots[0]["receipts"]) == MAX_ROWS
+    for link in roots[0]["receipts"]:
+        assert cached_env.store.read(SPACE, link.id).value == whole_env.store.read(SPACE, link.id).value
+    assert ids(cached) == ids(whole)
+    assert staged.count(True) >= MAX_ROWS + 25  # the cache wrote all but the first and the shared
