@@ -47,7 +47,7 @@ class DriverPool:
             self._early[source_id] = early
             try:
                 driver = self._factory(source_id)
-            except BaseException as exc:  # noqa: BLE001 -- given by `get`, as a start there would
+            except Exception as exc:  # noqa: BLE001 -- given by `get`, as a start there would
                 early.outcome = exc
                 early.done.set()
                 continue
@@ -76,7 +76,8 @@ class DriverPool:
             if not isinstance(outcome, AgentDriver | DriverError):  # not remembered, as below
                 assert outcome is not None
                 raise outcome
-            self._drivers[source_id] = outcome
+            if not (self._stopped and isinstance(outcome, AgentDriver)):  # else stopped by its start
+                self._drivers[source_id] = outcome
         if source_id not in self._drivers:
             if self._stopped:
                 return DriverError("driver-stopped", f"source {source_id}: its provider was stopped")
@@ -103,7 +104,9 @@ class DriverPool:
         if not self._stopped:
             with self._lock:
                 self._stopped = True
-            for driver in list(self._drivers.values()):
+                # an early start that ended already is stopped here; one still running, by itself
+                started = [early.outcome for early in self._early.values() if early.outcome is not None]
+            for driver in [*self._drivers.values(), *started]:
                 if isinstance(driver, AgentDriver):
                     driver.stop()
 
