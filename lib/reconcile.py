@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Literal, NoReturn, TypeVar
 
 from pydantic import Field
 
 from lib.drivers.base import AgentDriver, Cancelled, CancelSignal, DriverError
 from lib.types import (
     NativeSessionSnapshot,
+    SessionPage,
     SessionSummary,
     SourceDescriptor,
     WireModel,
@@ -210,6 +211,7 @@ class SourceStream(Iterator[StreamItem]):
         self.driver = driver
         self.source_id = driver.source.id
         self.reads = SessionReads(self.source_id, lambda: driver, signal=signal, retain=retain)
+        self._signal = signal
         self.outcome = self.reads.outcome
         self.retained: list[SessionSummary] = []
         self.finished = False
@@ -235,11 +237,14 @@ class SourceStream(Iterator[StreamItem]):
     # -- the walk -------------------------------------------------------------------
 
     def _run(self) -> Iterator[StreamItem]:
-        cursor: str | None = None
         requested: set[str] = set()
         enumerated = False
+        # One page ahead: page N+1 is asked for as soon as page N names its cursor, so the
+        # provider makes it while page N's summaries go down the stages (a driver that
+        # cannot serve two calls at once lists it when it is taken, base.py).
+        upcoming = self._begin_page(None)
         while True:
-            page = self.reads.fenced("list", None, partial(self.driver.list_sessions, cursor))
+            page = self.reads.fenced("list", None, upcoming)
             if isinstance(page, CollectionError):
                 yield StreamItem(kind="error", error=page)
                 break
@@ -255,6 +260,10 @@ class SourceStream(Iterator[StreamItem]):
             self.outcome.pages += 1
             self.outcome.listings += len(page.sessions)
             next_cursor = page.next_cursor
+            repeated = bool(next_cursor) and next_cursor in requested
+            if next_cursor and not repeated:
+                requested.add(next_cursor)
+                upcoming = self._begin_page(next_cursor)
             summaries = page.sessions
             del page  # only the summaries are needed while this page's sessions are read
             for summary in summaries:
@@ -263,7 +272,7 @@ class SourceStream(Iterator[StreamItem]):
             if not next_cursor:  # absent or empty: the provider has no more pages
                 enumerated = True
                 break
-            if next_cursor in requested:
+            if repeated:
                 yield self._error(
                     "list",
                     None,
@@ -272,12 +281,21 @@ class SourceStream(Iterator[StreamItem]):
                     f"enumeration stopped",
                 )
                 break
-            requested.add(next_cursor)
-            cursor = next_cursor
         # A duplicate listing is an inventory error too: under offset paging it means the
         # listing shifted, so another session may have been skipped.
         self.outcome.conclude(enumerated and not self.outcome.has_errors("list"))
         self.finished = True
+
+    def _begin_page(self, cursor: str | None) -> Callable[[], SessionPage]:
+        """The driver asked for the page at `cursor`; a failure to ask is raised when the
+        page is taken, inside the fence, where a direct call's failure would be."""
+        signal = self._signal() if callable(self._signal) else self._signal
+        if signal is not None and signal.cancelled:  # nothing is asked for: the fence records it
+            return partial(self.driver.list_sessions, cursor)
+        try:
+            return self.driver.begin_list_sessions(cursor)
+        except Exception as exc:  # noqa: BLE001 -- raised by the returned call instead
+            return partial(_raise, exc)
 
     def _take(self, summary: SessionSummary) -> Iterator[StreamItem]:
         """Read, retain or reject one listing. The first listing of an id decides."""
@@ -302,6 +320,10 @@ class SourceStream(Iterator[StreamItem]):
 
     def _error(self, stage: CollectionStage, session_id: str | None, code: str, message: str) -> StreamItem:
         return StreamItem(kind="error", error=self.reads.record(stage, session_id, code, message))
+
+
+def _raise(exc: Exception) -> NoReturn:
+    raise exc
 
 
 def error_code_and_message(exc: Exception, fallback_code: str) -> tuple[str, str]:

@@ -153,6 +153,14 @@ class AgentDriver(ABC):
     @abstractmethod
     def list_sessions(self, cursor: str | None = None) -> SessionPage: ...
 
+    def begin_list_sessions(self, cursor: str | None = None) -> Callable[[], SessionPage]:
+        """Begin listing the page at `cursor`; the returned call takes it (or raises what
+        `list_sessions` would). A driver whose provider answers a request while another
+        is outstanding asks for the page at once, so a collection's next page is made
+        while it works on this one (lib/reconcile.py); by default the page is listed
+        when it is taken."""
+        return lambda: self.list_sessions(cursor)
+
     @abstractmethod
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot: ...
 

@@ -49,7 +49,9 @@ from lib.types import (
 )
 
 if TYPE_CHECKING:
-    from lib.drivers.jsonrpc_transport import JsonRpcTransport
+    from collections.abc import Callable
+
+    from lib.drivers.jsonrpc_transport import JsonRpcTransport, PendingCall
 
 SOURCE_KINDS = [
     "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
@@ -165,9 +167,15 @@ class CodexAppServerDriver(AgentDriver):
     # -- inventory and reads ---------------------------------------------------------
 
     def list_sessions(self, cursor: str | None = None) -> SessionPage:
+        return self.begin_list_sessions(cursor)()
+
+    def begin_list_sessions(self, cursor: str | None = None) -> Callable[[], SessionPage]:
+        """Ask for the page at `cursor` now; the returned call waits for it. Codex answers
+        a request while others are outstanding (reads included, each with its own
+        answer), so the collection asks for page N+1 as soon as page N has named it."""
         archived, provider_cursor = parse_cursor(cursor)
         owned = self._owned_threads()  # captured before the call, as for a read
-        result = self._call("thread/list", {
+        pending = self._begin_call("thread/list", {
             "limit": self.page_size,
             "cursor": provider_cursor,
             "archived": archived,
@@ -176,12 +184,17 @@ class CodexAppServerDriver(AgentDriver):
             "modelProviders": [],  # empty = every provider; omitted = only the configured one
             "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
         })
-        sessions = [
-            summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
-            for thread in result.get("data") or []
-            if isinstance(thread, dict) and thread.get("id")
-        ]
-        return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+
+        def take() -> SessionPage:
+            result = self._call_result("thread/list", pending)
+            sessions = [
+                summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
+                for thread in result.get("data") or []
+                if isinstance(thread, dict) and thread.get("id")
+            ]
+            return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+
+        return take
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         # Captured before the read: a prompt running when the read began is reported active.
@@ -310,8 +323,18 @@ class CodexAppServerDriver(AgentDriver):
 
     def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A collection call: watched for stalls, its fault named with the setting to change."""
+        return self._call_result(method, self._begin_call(method, params))
+
+    def _begin_call(self, method: str, params: dict[str, Any]) -> PendingCall:
+        """A collection call sent, its answer taken by `_call_result`."""
         try:
-            result = self._transport.request(method, params, stall_timeout=self.stall_timeout)
+            return self._transport.begin_request(method, params, stall_timeout=self.stall_timeout)
+        except TransportClosed as exc:
+            raise self._with_hint(exc) from None
+
+    def _call_result(self, method: str, pending: PendingCall) -> dict[str, Any]:
+        try:
+            result = pending.result()
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
         if not isinstance(result, dict):

@@ -164,6 +164,15 @@ class JsonRpcTransport:
         With `stall_timeout`, the request fails with `provider-stalled` and the child is
         ended when nothing at all arrives from it for that many seconds while it waits (any
         message or part of one restarts the clock)."""
+        return self.begin_request(method, params, signal=signal, stall_timeout=stall_timeout).result(signal)
+
+    def begin_request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
+                      stall_timeout: float | None = None) -> PendingCall:
+        """Send a request and return at once; its `result()` blocks until the answer. The
+        child may answer other requests meanwhile (Codex serves several at once, in any
+        order), so a caller can ask for the next page of a listing while it works on this
+        one. The stall clock starts now: silence from the child while nobody waits counts.
+        A request never waited for is dropped when its answer arrives."""
         run = self._current()
         watch = StallWatch(run.meter, stall_timeout) if stall_timeout is not None else None
         slot = Slot()
@@ -183,17 +192,7 @@ class JsonRpcTransport:
             with run.lock:
                 run.pending.pop(request_id, None)
             raise
-        try:
-            try:
-                wait_for(slot.done, signal, watch)
-            except Stalled as stalled:
-                self._stalled(run, method, stalled)  # rejects this request too
-        finally:
-            with run.lock:
-                run.pending.pop(request_id, None)
-        if slot.error is not None:
-            raise slot.error
-        return slot.value
+        return PendingCall(self, run, request_id, slot, method, watch)
 
     def notify(self, method: str, params: Any = None) -> None:
         message: Message = {"jsonrpc": "2.0", "method": method}
@@ -328,3 +327,32 @@ class JsonRpcTransport:
         run.fail(TransportClosed("provider-stalled", f"{self.name} sent nothing for {stalled.seconds:g} s "
                                  f"while {what} waited for it; it was stopped"))
         run.kill()
+
+
+class PendingCall:
+    """A request sent by `JsonRpcTransport.begin_request`, its answer not yet taken."""
+
+    def __init__(self, transport: JsonRpcTransport, run: Run, request_id: int, slot: Slot, method: str,
+                 watch: StallWatch | None) -> None:
+        self._transport = transport
+        self._run = run
+        self._id = request_id
+        self._slot = slot
+        self._method = method
+        self._watch = watch
+
+    def result(self, signal: CancelSignal | None = None) -> Any:
+        """Block until the answer; raises RpcError or TransportClosed (`provider-stalled`
+        when the child sent nothing for the stall timeout since the request was sent)."""
+        run = self._run
+        try:
+            try:
+                wait_for(self._slot.done, signal, self._watch)
+            except Stalled as stalled:
+                self._transport._stalled(run, self._method, stalled)  # rejects this request too
+        finally:
+            with run.lock:
+                run.pending.pop(self._id, None)
+        if self._slot.error is not None:
+            raise self._slot.error
+        return self._slot.value

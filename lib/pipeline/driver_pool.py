@@ -7,9 +7,18 @@ closes the pool when it stops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 
 from lib.drivers.base import AgentDriver, DriverError
+
+
+class _EarlyStart:
+    """One driver being made and started on a thread of its own (`DriverPool.start_early`)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.outcome: AgentDriver | DriverError | BaseException | None = None
 
 
 class DriverPool:
@@ -19,9 +28,56 @@ class DriverPool:
     def __init__(self, factory: Callable[[str], AgentDriver]) -> None:
         self._factory = factory
         self._drivers: dict[str, AgentDriver | DriverError] = {}
+        self._early: dict[str, _EarlyStart] = {}
+        self._lock = threading.Lock()  # the stopped flag, against an early start finishing
         self._stopped = False
 
+    def start_early(self, source_ids: Iterable[str]) -> None:
+        """Begin starting these sources' drivers now, so a provider's start-up (Codex:
+        about 0.1 to 0.4 s to its `initialize` answer) overlaps what the caller does
+        before it needs them. Each driver is made here (its modules imported: Python work
+        a thread would only contend for) and started on a thread of its own (mostly
+        waiting on the child). `get` waits for the start and gives what a start on its
+        own thread would have: the driver, the remembered DriverError, or any other
+        failure raised."""
+        for source_id in source_ids:
+            if self._stopped or source_id in self._drivers or source_id in self._early:
+                continue
+            early = _EarlyStart()
+            self._early[source_id] = early
+            try:
+                driver = self._factory(source_id)
+            except Exception as exc:  # noqa: BLE001 -- given by `get`, as a start there would
+                early.outcome = exc
+                early.done.set()
+                continue
+            threading.Thread(target=self._start, args=(driver, early), daemon=True,
+                             name=f"start of source {source_id}").start()
+
+    def _start(self, driver: AgentDriver, early: _EarlyStart) -> None:
+        outcome: AgentDriver | DriverError | BaseException
+        try:
+            driver.start()
+            outcome = driver
+        except BaseException as exc:  # noqa: BLE001 -- given by `get`, on the caller's thread
+            outcome = exc
+        with self._lock:
+            early.outcome = outcome
+            orphan = self._stopped  # the pool stopped without waiting: nobody will stop it
+        if orphan and isinstance(outcome, AgentDriver):
+            outcome.stop()
+        early.done.set()
+
     def get(self, source_id: str) -> AgentDriver | DriverError:
+        early = self._early.pop(source_id, None)
+        if early is not None:
+            early.done.wait()
+            outcome = early.outcome
+            if not isinstance(outcome, AgentDriver | DriverError):  # not remembered, as below
+                assert outcome is not None
+                raise outcome
+            if not (self._stopped and isinstance(outcome, AgentDriver)):  # else stopped by its start
+                self._drivers[source_id] = outcome
         if source_id not in self._drivers:
             if self._stopped:
                 return DriverError("driver-stopped", f"source {source_id}: its provider was stopped")
@@ -43,19 +99,29 @@ class DriverPool:
     def stop_all(self) -> None:
         """Stop every started driver now, which ends the waits of their calls in flight,
         and start no other: the pool's calls fail from here on (a host's stop that can
-        wait no longer for a provider that does not answer)."""
+        wait no longer for a provider that does not answer). A start still running on its
+        own thread stops its driver when it ends."""
         if not self._stopped:
-            self._stopped = True
-            for driver in list(self._drivers.values()):
+            with self._lock:
+                self._stopped = True
+                # an early start that ended already is stopped here; one still running, by itself
+                started = [early.outcome for early in self._early.values() if early.outcome is not None]
+            for driver in [*self._drivers.values(), *started]:
                 if isinstance(driver, AgentDriver):
                     driver.stop()
 
     def close(self) -> None:
         if not self._stopped:
+            for early in list(self._early.values()):
+                early.done.wait()  # a start still running: its driver is stopped below
+                if isinstance(early.outcome, AgentDriver):
+                    early.outcome.stop()
             for driver in self._drivers.values():
                 if isinstance(driver, AgentDriver):
                     driver.stop()
-        self._stopped = True
+        with self._lock:
+            self._stopped = True
+        self._early.clear()
         self._drivers.clear()
 
     def __enter__(self) -> DriverPool:

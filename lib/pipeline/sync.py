@@ -36,6 +36,7 @@ def run_sync(
     progress: Progress | None = None,
     close_drivers: bool = False,
     idle_answer: IdleAnswerKeeper | None = None,
+    start_early: bool = False,
 ) -> RecordSink:
     """Collect and publish `source_ids`; every record goes to `sink`, the last one the
     `publication` record. With `close_drivers` the providers are stopped before their
@@ -43,7 +44,11 @@ def run_sync(
     fingerprint taken while it runs would not be the one the next sync sees).
 
     With `idle_answer`, an idle answer (this run's, or the one the next run will give
-    after this run's publication) is kept for the fast path (lib/pipeline/idle_answer.py)."""
+    after this run's publication) is kept for the fast path (lib/pipeline/idle_answer.py).
+
+    With `start_early`, the provider of every source that will be listed starts as soon as
+    its fingerprint has been taken (`drivers.start_early`), so its start-up overlaps the
+    stages' imports and set-up instead of following them."""
     target = workspace.open_target()
     unchanged = UnchangedSources(workspace, target, full=full)
     before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
@@ -57,6 +62,8 @@ def run_sync(
         if idle_answer is not None:
             idle_answer.keep(before, unchanged, records)
         return sink
+    if start_early:  # each fingerprint is taken (check) before its provider starts
+        drivers.start_early(source_id for source_id in source_ids if not unchanged.check(source_id).unchanged)
     # the stages, the read-ahead and the runner: not imported by an idle sync
     from lib.pipeline.build import publish_stage
     from lib.pipeline.read_ahead import ReadAhead
