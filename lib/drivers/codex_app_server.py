@@ -184,19 +184,23 @@ class CodexAppServerDriver(AgentDriver):
         return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
+        return self.read_session_sized(native_session_id)[0]
+
+    def read_session_sized(self, native_session_id: str) -> tuple[NativeSessionSnapshot, int]:
+        """`read_session`, with the bytes Codex answered (the read-ahead's memory budget)."""
         # Captured before the read: a prompt running when the read began is reported active.
         owned = native_session_id in self._owned_threads()
         params = {"threadId": native_session_id, "includeTurns": True}
         try:
-            result = self._call("thread/read", params)
+            result, size = self._call_sized("thread/read", params)
             with_turns = True
         except RpcError as exc:
             # A paginated thread with no turn yet cannot list turns; it has nothing to list.
             if exc.rpc_code != -32601 or NO_TURNS_YET not in exc.message:
                 raise
-            result = self._call("thread/read", {"threadId": native_session_id, "includeTurns": False})
+            result, size = self._call_sized("thread/read", {"threadId": native_session_id, "includeTurns": False})
             with_turns = False
-        return snapshot_from_read(result, with_turns=with_turns, active_override=owned)
+        return snapshot_from_read(result, with_turns=with_turns, active_override=owned), size
 
     # -- commands --------------------------------------------------------------------
 
@@ -310,13 +314,17 @@ class CodexAppServerDriver(AgentDriver):
 
     def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A collection call: watched for stalls, its fault named with the setting to change."""
+        return self._call_sized(method, params)[0]
+
+    def _call_sized(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """`_call`, with the byte length of the answer."""
         try:
-            result = self._transport.request(method, params, stall_timeout=self.stall_timeout)
+            result, size = self._transport.request_sized(method, params, stall_timeout=self.stall_timeout)
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
         if not isinstance(result, dict):
             raise DriverError("provider-error", f"{method} answered with {type(result).__name__}, not an object")
-        return result
+        return result, size
 
     def _start_failure(self, exc: TransportClosed) -> DriverError:
         """A fault bound keeps its own code at start-up; anything else is `start-failed`."""

@@ -164,6 +164,17 @@ class JsonRpcTransport:
         With `stall_timeout`, the request fails with `provider-stalled` and the child is
         ended when nothing at all arrives from it for that many seconds while it waits (any
         message or part of one restarts the clock)."""
+        return self._request(method, params, signal, stall_timeout).value
+
+    def request_sized(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
+                      stall_timeout: float | None = None) -> tuple[Any, int]:
+        """`request`, with the byte length of the response as it arrived (a read-ahead
+        budgets the memory of the reads it holds by it)."""
+        slot = self._request(method, params, signal, stall_timeout)
+        return slot.value, slot.size
+
+    def _request(self, method: str, params: Any, signal: CancelSignal | None,
+                 stall_timeout: float | None) -> Slot:
         run = self._current()
         watch = StallWatch(run.meter, stall_timeout) if stall_timeout is not None else None
         slot = Slot()
@@ -193,7 +204,7 @@ class JsonRpcTransport:
                 run.pending.pop(request_id, None)
         if slot.error is not None:
             raise slot.error
-        return slot.value
+        return slot
 
     def notify(self, method: str, params: Any = None) -> None:
         message: Message = {"jsonrpc": "2.0", "method": method}
@@ -297,7 +308,7 @@ class JsonRpcTransport:
                 return
             assert message is not None
             if kind == "response":
-                run.deliver_response(message)
+                run.deliver_response(message, len(raw))
             elif kind == "request":
                 threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
             else:
