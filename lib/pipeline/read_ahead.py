@@ -99,6 +99,8 @@ class _Worker:
         self._room = threading.Condition()
         self._held = 0  # bytes of answers read and not yet taken
         self._stopped = False
+        # Set while the next read waits for the held answers to be taken (for tests and diagnostics).
+        self.waiting_for_room = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="read-ahead")
         self._thread.start()
 
@@ -106,7 +108,9 @@ class _Worker:
         while (job := self._jobs.get()) is not None:
             with self._room:
                 while self._held >= self._budget and not job.dropped and not self._stopped:
+                    self.waiting_for_room.set()
                     self._room.wait()
+                self.waiting_for_room.clear()
                 if job.dropped or self._stopped:
                     job.skip()
                     continue
@@ -180,6 +184,10 @@ class ReadAhead:
             self._considered += 1
             if will_read(summary[1]):  # else retained: the read stage will not read it
                 self._queue(source_id, summary[1].native_session_id, driver)
+
+    def waiting_for_room(self) -> threading.Event | None:
+        """Set while the next read waits for held answers to be taken (None before any read)."""
+        return self._worker.waiting_for_room if self._worker is not None else None
 
     def reader(self, source_id: str, driver: AgentDriver) -> _Reader:
         return _Reader(self, source_id, driver)
