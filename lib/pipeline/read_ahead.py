@@ -39,7 +39,7 @@ from lib.drivers.base import AgentDriver
 from lib.pipeline.records import Item, SummaryItem, data_of, kind_of
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
-DEPTH = 8  # sessions read ahead and not yet taken (the one being read included)
+DEPTH = 32  # sessions read ahead and not yet taken (the one being read included): see docs/store-size-and-speed.md, session 22
 BYTE_BUDGET = 4 << 20  # provider answer bytes held ahead before another read begins
 _END = object()
 
