@@ -197,19 +197,23 @@ class CodexAppServerDriver(AgentDriver):
         return take
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
+        return self.read_session_sized(native_session_id)[0]
+
+    def read_session_sized(self, native_session_id: str) -> tuple[NativeSessionSnapshot, int]:
+        """`read_session`, with the bytes Codex answered (the read-ahead's memory budget)."""
         # Captured before the read: a prompt running when the read began is reported active.
         owned = native_session_id in self._owned_threads()
         params = {"threadId": native_session_id, "includeTurns": True}
         try:
-            result = self._call("thread/read", params)
+            result, size = self._call_sized("thread/read", params)
             with_turns = True
         except RpcError as exc:
             # A paginated thread with no turn yet cannot list turns; it has nothing to list.
             if exc.rpc_code != -32601 or NO_TURNS_YET not in exc.message:
                 raise
-            result = self._call("thread/read", {"threadId": native_session_id, "includeTurns": False})
+            result, size = self._call_sized("thread/read", {"threadId": native_session_id, "includeTurns": False})
             with_turns = False
-        return snapshot_from_read(result, with_turns=with_turns, active_override=owned)
+        return snapshot_from_read(result, with_turns=with_turns, active_override=owned), size
 
     # -- commands --------------------------------------------------------------------
 
@@ -332,14 +336,21 @@ class CodexAppServerDriver(AgentDriver):
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
 
+    def _call_sized(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """`_call`, with the byte length of the answer."""
+        return self._answer_sized(method, self._begin_call(method, params))
+
     def _call_result(self, method: str, pending: PendingCall) -> dict[str, Any]:
+        return self._answer_sized(method, pending)[0]
+
+    def _answer_sized(self, method: str, pending: PendingCall) -> tuple[dict[str, Any], int]:
         try:
-            result = pending.result()
+            result, size = pending.result_sized()
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
         if not isinstance(result, dict):
             raise DriverError("provider-error", f"{method} answered with {type(result).__name__}, not an object")
-        return result
+        return result, size
 
     def _start_failure(self, exc: TransportClosed) -> DriverError:
         """A fault bound keeps its own code at start-up; anything else is `start-failed`."""

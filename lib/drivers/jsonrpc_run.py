@@ -34,6 +34,7 @@ class Slot:
         self.value: Any = None
         self.error: DriverError | None = None
         self.sent = False
+        self.size = 0  # the response's bytes as received (what a read-ahead budgets by)
 
     def resolve(self, value: Any = None, error: DriverError | None = None) -> None:
         if not self.done.is_set():
@@ -77,12 +78,14 @@ class Run:
         for slot in waiters:
             slot.resolve(error=failure)
 
-    def deliver_response(self, message: Message) -> None:
-        """A response resolves its pending request; one nobody waits for is dropped."""
+    def deliver_response(self, message: Message, size: int = 0) -> None:
+        """A response (`size` bytes as received) resolves its pending request; one nobody
+        waits for is dropped."""
         with self.lock:
             slot = self.pending.pop(message["id"], None) if isinstance(message["id"], int) else None
         if slot is None:
             return  # an answer nobody waits for (its caller was cancelled)
+        slot.size = size
         error = message.get("error")
         if error is not None:
             if not isinstance(error, dict):

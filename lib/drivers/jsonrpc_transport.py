@@ -166,6 +166,12 @@ class JsonRpcTransport:
         message or part of one restarts the clock)."""
         return self.begin_request(method, params, signal=signal, stall_timeout=stall_timeout).result(signal)
 
+    def request_sized(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
+                      stall_timeout: float | None = None) -> tuple[Any, int]:
+        """`request`, with the byte length of the response as it arrived (a read-ahead
+        budgets the memory of the reads it holds by it)."""
+        return self.begin_request(method, params, signal=signal, stall_timeout=stall_timeout).result_sized(signal)
+
     def begin_request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
                       stall_timeout: float | None = None) -> PendingCall:
         """Send a request and return at once; its `result()` blocks until the answer. The
@@ -296,7 +302,7 @@ class JsonRpcTransport:
                 return
             assert message is not None
             if kind == "response":
-                run.deliver_response(message)
+                run.deliver_response(message, len(raw))
             elif kind == "request":
                 threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
             else:
@@ -356,3 +362,8 @@ class PendingCall:
         if self._slot.error is not None:
             raise self._slot.error
         return self._slot.value
+
+    def result_sized(self, signal: CancelSignal | None = None) -> tuple[Any, int]:
+        """`result`, with the byte length of the answer as it arrived."""
+        value = self.result(signal)
+        return value, self._slot.size

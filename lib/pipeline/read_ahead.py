@@ -1,22 +1,37 @@
-"""Read-ahead: the next session is read from the provider while this one is prepared
-and published, one session ahead and no more.
+"""Read-ahead: the next sessions are read from the provider while this one is prepared
+and published, a few sessions ahead, one read at a time, within a byte budget.
 
-`sync` feeds its inventory records through `ReadAhead.feed`, which looks one record
-ahead: while a `summary` record goes down the stages, the next `summary` of the same
-source is known. When the read stage has taken a summary (read or retained it), it
-calls `start_next`, which starts reading that next session on the read-ahead's one
-worker thread, unless the retain rule will keep it unread. The read stage's next read of that very
-session takes the result (or the provider's failure, raised where a direct read would
-have raised it); a read of any other session first waits the pending one out and drops
-it, so at most one provider read is in flight and at most one snapshot waits. Memory
-is bounded by two sessions instead of one.
+`sync` feeds its inventory records through `ReadAhead.feed`, which looks up to `DEPTH`
+records ahead. When the read stage has taken a summary (read or retained it), it calls
+`start_next`, which queues reads of the upcoming summaries of the same source that the
+retain rule will not keep unread, up to `DEPTH` reads not yet taken. The read-ahead's one
+worker thread runs them in order, each as soon as the one before it has been answered
+(not when the read stage takes it): a long stretch of work on the main thread (a batch
+of sessions committed, the garbage collector) no longer leaves the provider idle, and
+the short sessions after it find their reads done (session 22: with one read ahead, the
+main thread waited for reads 9.5 s of a 33 s first sync of 3,000 threads while the worker
+was idle 58% of it).
+
+The read stage's read of a queued session takes its result (or the provider's failure,
+raised where a direct read would have raised it); a read of any other session first
+drops every queued read (waiting out the one running), so the order of reads and their
+errors stay the read stage's.
+
+Memory: at most one read runs at a time, and a new one begins only while the answers
+held (read and not yet taken) total less than `BYTE_BUDGET` bytes as the provider sent
+them (`read_session_sized`; a driver that cannot tell counts each read as the whole
+budget, so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the
+held answers are at most the budget plus one session (the last one begun under it):
+with large sessions this is the two sessions it always was, plus the budget.
 """
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,16 +39,21 @@ from lib.drivers.base import AgentDriver
 from lib.pipeline.records import Item, SummaryItem, data_of, kind_of
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
+DEPTH = 32  # sessions read ahead and not yet taken (the one being read included): see docs/store-size-and-speed.md, session 22
+BYTE_BUDGET = 4 << 20  # provider answer bytes held ahead before another read begins
 _END = object()
 
 
 class _PendingRead:
     """One provider read, run by the read-ahead's worker thread."""
 
-    def __init__(self, source_id: str, session_id: str, call: Callable[[], NativeSessionSnapshot]) -> None:
+    def __init__(self, source_id: str, session_id: str, call: Callable[[], tuple[NativeSessionSnapshot, int]]) -> None:
         self.source_id = source_id
         self.session_id = session_id
-        self._call: Callable[[], NativeSessionSnapshot] | None = call
+        self.size = 0  # the answer's bytes, once read
+        self.dropped = False  # taken, or the read stage will not take it: not begun, or let go
+        self.counted = False  # its answer counts against the budget (read, not yet let go)
+        self._call: Callable[[], tuple[NativeSessionSnapshot, int]] | None = call
         self._result: NativeSessionSnapshot | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()
@@ -41,11 +61,19 @@ class _PendingRead:
     def run(self) -> None:
         try:
             assert self._call is not None
-            self._result = self._call()
+            self._result, self.size = self._call()
         except BaseException as exc:  # noqa: BLE001 -- re-raised where the read is taken
             self._error = exc
         self._call = None
         self._done.set()
+
+    def skip(self) -> None:
+        self._call = None
+        self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
 
     def wait(self) -> None:
         self._done.wait()
@@ -61,94 +89,175 @@ class _PendingRead:
 
 
 class _Worker:
-    """One thread that runs the reads begun ahead, one at a time, for a whole sync.
-    Starting a thread per session cost more than the read on a loaded machine (the
-    starter waits for the new thread to get the GIL)."""
+    """One thread that runs the queued reads in order, for a whole sync, each as soon as
+    the answers held leave room in the budget. Starting a thread per session cost more
+    than the read on a loaded machine (the starter waits for the new thread to get the GIL)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
         self._jobs: queue.SimpleQueue[_PendingRead | None] = queue.SimpleQueue()
+        self._room = threading.Condition()
+        self._held = 0  # bytes of answers read and not yet taken
+        self._stopped = False
+        # Set while the next read waits for the held answers to be taken (for tests and diagnostics).
+        self.waiting_for_room = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="read-ahead")
         self._thread.start()
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
+            with self._room:
+                while self._held >= self._budget and not job.dropped and not self._stopped:
+                    self.waiting_for_room.set()
+                    self._room.wait()
+                self.waiting_for_room.clear()
+                if job.dropped or self._stopped:
+                    job.skip()
+                    continue
             job.run()
+            with self._room:
+                if not job.dropped:
+                    job.counted = True
+                    self._held += job.size
 
     def submit(self, job: _PendingRead) -> None:
         self._jobs.put(job)
 
+    def release(self, job: _PendingRead) -> None:
+        """`job` was taken or dropped: its answer no longer counts against the budget."""
+        with self._room:
+            if job.counted:
+                self._held -= job.size
+                job.counted = False
+            job.dropped = True
+            self._room.notify_all()
+
     def stop(self) -> None:
-        """The thread ends after the job it runs (if any); it is not waited for."""
+        """The thread ends after the read it runs (if any); it is not waited for."""
+        with self._room:
+            self._stopped = True
+            self._room.notify_all()
         self._jobs.put(None)
 
 
 class ReadAhead:
-    def __init__(self) -> None:
-        self._upcoming: Item | None = None  # the next item when it is a summary
-        self._pending: _PendingRead | None = None
+    def __init__(self, *, depth: int = DEPTH, budget: int = BYTE_BUDGET) -> None:
+        self.depth = depth
+        self.budget = budget
+        self._window: collections.deque[Item] = collections.deque()  # items fed ahead, not yet yielded
+        self._considered = 0  # of the window's items, those start_next has looked at
+        self._pending: collections.deque[_PendingRead] = collections.deque()  # queued reads, in order
         self._worker: _Worker | None = None
         self.started = 0  # reads begun ahead (for tests and the bench)
         self.used = 0  # of which the read stage took the result
+        self.most_pending = 0  # the most reads queued and not taken at once (for tests and the bench)
 
     def feed(self, items: Iterable[Item]) -> Iterator[Item]:
-        """`items` unchanged, pulled one ahead so the next summary is known."""
+        """`items` unchanged, pulled up to `depth` ahead so the next summaries are known."""
         iterator = iter(items)
-        current = next(iterator, _END)
-        while current is not _END:
-            following = next(iterator, _END)
-            self._upcoming = following if following is not _END and kind_of(following) == "summary" else None
+        while True:
+            while len(self._window) <= self.depth:
+                following = next(iterator, _END)
+                if following is _END:
+                    break
+                self._window.append(following)
+            if not self._window:
+                return
+            current = self._window.popleft()
+            self._considered = max(self._considered - 1, 0)
             yield current
-            current = following
-        self._upcoming = None
 
     def start_next(self, source_id: str, driver: AgentDriver, will_read: Callable[[SessionSummary], bool]) -> None:
-        """Begin reading the upcoming summary's session when it belongs to `source_id`
-        and `will_read` says the read stage will read it."""
-        upcoming, self._upcoming = self._upcoming, None
-        if upcoming is None or self._pending is not None:
-            return
-        if isinstance(upcoming, SummaryItem):  # listed in this process: its model as it is
-            upcoming_source, summary = upcoming.source_id, upcoming.summary
-        else:
-            data = data_of(upcoming)
-            upcoming_source = str(data.get("sourceId", ""))
-            try:
-                summary = SessionSummary.model_validate(data.get("summary"))
-            except ValidationError:
-                return  # the read stage reports it
-        if normalize_source_id(upcoming_source) != source_id:
-            return
-        if not will_read(summary):
-            return
-        session_id = summary.native_session_id
-        self._pending = _PendingRead(source_id, session_id, lambda: driver.read_session(session_id))
-        if self._worker is None:
-            self._worker = _Worker()
-        self._worker.submit(self._pending)
-        self.started += 1
+        """Queue reads of the upcoming summaries that belong to `source_id` and that
+        `will_read` says the read stage will read, up to `depth` reads not yet taken. A
+        summary of another source (or a record that ends the listing) stops the queue."""
+        while len(self._pending) < self.depth and self._considered < len(self._window):
+            upcoming = self._window[self._considered]
+            if kind_of(upcoming) != "summary":
+                self._considered += 1
+                continue  # a record the read stage passes through
+            summary = self._summary_of(upcoming)
+            if summary is None or summary[0] != source_id:
+                # another source's summary waits for that source's reads; an invalid one
+                # (reported by the read stage) stops the queue too, as a direct read would
+                return
+            self._considered += 1
+            if will_read(summary[1]):  # else retained: the read stage will not read it
+                self._queue(source_id, summary[1].native_session_id, driver)
+
+    def waiting_for_room(self) -> threading.Event | None:
+        """Set while the next read waits for held answers to be taken (None before any read)."""
+        return self._worker.waiting_for_room if self._worker is not None else None
 
     def reader(self, source_id: str, driver: AgentDriver) -> _Reader:
         return _Reader(self, source_id, driver)
 
     def take(self, source_id: str, session_id: str) -> NativeSessionSnapshot | None:
-        """The read begun ahead for this session (its failure raised), or None after
-        waiting out and dropping a read of another one."""
-        pending, self._pending = self._pending, None
-        if pending is None:
+        """The read queued for this session (its failure raised), or None after dropping
+        every queued read (a read of another session comes first: the order is the read
+        stage's)."""
+        if not self._pending:
             return None
+        pending = self._pending[0]
         if (pending.source_id, pending.session_id) != (source_id, session_id):
-            pending.wait()
+            self._drop_all()
             return None
+        self._pending.popleft()
         self.used += 1
-        return pending.result()
+        try:
+            return pending.result()
+        finally:
+            assert self._worker is not None
+            self._worker.release(pending)
 
     def close(self) -> None:
-        """Let a pending read finish (it ends when its driver stops); its result is dropped."""
-        self._pending = None
-        self._upcoming = None
+        """Drop the queued reads; one that runs finishes (it ends when its driver stops)
+        and its result is dropped."""
+        self._drop_all(wait=False)
+        self._window.clear()
+        self._considered = 0
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+
+    # -- internals --------------------------------------------------------------------
+
+    @staticmethod
+    def _summary_of(item: Item) -> tuple[str, SessionSummary] | None:
+        """(normalized source id, summary) of a summary item; None when it is invalid."""
+        if isinstance(item, SummaryItem):  # listed in this process: its model as it is
+            return normalize_source_id(item.source_id), item.summary
+        data = data_of(item)
+        try:
+            summary = SessionSummary.model_validate(data.get("summary"))
+        except ValidationError:
+            return None  # the read stage reports it
+        return normalize_source_id(str(data.get("sourceId", ""))), summary
+
+    def _queue(self, source_id: str, session_id: str, driver: AgentDriver) -> None:
+        sized: Any = getattr(driver, "read_session_sized", None)
+        if sized is None:  # a driver that cannot tell its answer's size takes the whole budget
+            budget = self.budget
+
+            def sized(native_id: str) -> tuple[NativeSessionSnapshot, int]:
+                return driver.read_session(native_id), budget
+
+        pending = _PendingRead(source_id, session_id, lambda: sized(session_id))
+        if self._worker is None:
+            self._worker = _Worker(self.budget)
+        self._pending.append(pending)
+        self._worker.submit(pending)
+        self.started += 1
+        self.most_pending = max(self.most_pending, len(self._pending))
+
+    def _drop_all(self, *, wait: bool = True) -> None:
+        pending, self._pending = self._pending, collections.deque()
+        for job in pending:
+            if self._worker is not None:
+                self._worker.release(job)
+            if wait and job.done is False:
+                job.wait()  # the one running ends; the rest are skipped, not begun
+        self._considered = len(self._window)  # what was looked at is not queued again
 
 
 class _Reader:

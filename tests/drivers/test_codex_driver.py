@@ -7,6 +7,7 @@ The few fault cases a real Codex cannot show use the fake child and say so in th
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -140,6 +141,15 @@ def test_a_read_gives_each_turn_whole_as_a_native_event_and_messages_in_order(dr
     assert snapshot.revision == f"initial:{thread.id}"
     assert snapshot.summary.title == thread.name
     assert snapshot.summary.archived is None  # only the listing knows; collection fills it in
+
+
+def test_a_sized_read_is_the_same_snapshot_with_the_bytes_codex_answered(driver):
+    thread = next(t for t in THREADS if len(t.turns) == 3)
+    snapshot, size = driver.read_session_sized(thread.id)
+    assert snapshot.model_dump(mode="json") == driver.read_session(thread.id).model_dump(mode="json")
+    answer = driver.transport.request("thread/read", {"threadId": thread.id, "includeTurns": True})
+    # the answer's line holds the result and the envelope: never less than the result alone
+    assert size >= len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def test_an_archived_thread_reads_like_any_other(driver):

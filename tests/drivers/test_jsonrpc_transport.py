@@ -299,3 +299,14 @@ def test_fake_child_that_stops_reading_is_ended_when_its_blocked_write_is_cancel
         transport.request("after/cancel")
     assert caught.value.code == "transport-stopped"
     assert "cancelled in the middle of writing" in caught.value.message
+
+
+def test_fake_child_a_sized_request_gives_the_answer_and_its_bytes_as_the_child_wrote_them(transport):
+    import json
+
+    transport.start(child_argv())
+    value, size = transport.request_sized("sized/call", {"text": "é" * 10})
+    assert value == {"echo": "sized/call", "id": 1, "params": {"text": "é" * 10}}
+    # the fake child writes json.dumps of the whole response, one line (its newline not counted)
+    assert size == len(json.dumps({"id": 1, "result": value}).encode())
+    assert transport.request("plain/call") == {"echo": "plain/call", "id": 2, "params": {}}
