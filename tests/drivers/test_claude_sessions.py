@@ -237,34 +237,3 @@ def _unbounded_text(event: dict) -> object:
     import lib.drivers.claude_sessions as mapping
     body = event.get("message")
     return mapping._content_text(body.get("content") if isinstance(body, dict) else None)
-
-
-def test_a_pages_summaries_are_built_exactly_as_validation_makes_them_and_refused_as_it_refuses():
-    """`summaries` builds a page's summaries without validation when the SDK's values are
-    already of their fields' types: each must be what validating the same fields makes
-    (`summary_from_info` validates); anything else, and a blank id, goes to validation."""
-    class Sub(str):
-        pass
-
-    infos = [SDKSessionInfo(session_id=f"s{n}", summary=f"first\nsecond {n}", last_modified=1772459940123 + n,
-                            created_at=(None, 1772459940000, "soon")[n % 3], cwd=("/w", "", None, Sub("/sub"))[n % 4],
-                            git_branch=("HEAD", "main", None, Sub("b"))[n % 4], custom_title="  \n mine " if n == 1 else None,
-                            file_size=n, tag=Sub("t") if n == 5 else None)
-             for n in range(8)]
-    for page in (infos[:3], infos):  # all buildable; one with a str subclass (validated)
-        fields = [summary_fields(info, active=n == 2, started_as="c" if n == 3 else None) for n, info in enumerate(page)]
-        for n, (info, summary) in enumerate(zip(page, summaries(fields), strict=True)):
-            alone = summary_from_info(info, active=n == 2, started_as="c" if n == 3 else None)
-            assert _instance_state(summary) == _instance_state(alone)
-            assert summary.raw is not vars(info) and summary.raw == vars(info)
-    for blank in ("", " \t"):
-        fields = [summary_fields(infos[0]), summary_fields(SDKSessionInfo(session_id=blank, summary="x", last_modified=1))]
-        try:
-            summaries(fields)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-        try:
-            summary_from_info(SDKSessionInfo(session_id=blank, summary="x", last_modified=1))
-        except ValidationError as exc:
-            expected = exc.errors(include_url=False)
-        assert [e["msg"] for e in errors] == [e["msg"] for e in expected] and errors[0]["loc"] == (1, "nativeSessionId")
