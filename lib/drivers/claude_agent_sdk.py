@@ -45,6 +45,7 @@ from lib.drivers.claude_prompts import STOP_GRACE_SECONDS, ClaudePrompts, Pendin
 from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter, provider_call
 from lib.drivers.claude_sessions import (
     message_events,
+    normalized_rows,
     snapshot,
     summaries,
     summary_fields,
@@ -190,7 +191,8 @@ class ClaudeAgentSdkDriver(AgentDriver):
             # No messages: an empty session, or one deleted since it was listed. Only
             # the SDK's information says which.
             summary = self._summary(self._session_info(native_session_id), active=active)
-        return snapshot(summary, message_events(messages))
+        events = message_events(messages)
+        return snapshot(summary, events, normalized_rows(events))  # validates the messages too
 
     def _session_info(self, native_session_id: str) -> Any:
         """The SDK's information about a session; `session-not-found` when it has none."""

@@ -21,9 +21,7 @@ from lib.drivers.claude_sdk_adapter import CONFIG_DIR_VARIABLE, ClaudeSdkAdapter
 from lib.drivers.claude_sessions import (
     message_event,
     message_events,
-    message_fields,
     normalized_messages,
-    snapshot,
     summaries,
     summary_fields,
     summary_from_info,
@@ -181,59 +179,3 @@ def test_the_config_dir_switch_sets_the_mapping_and_the_c_environment_and_puts_b
             monkeypatch.setenv(CONFIG_DIR_VARIABLE, held)
         assert adapter._call(seen) == (str(tmp_path), str(tmp_path))
         assert seen() == (held, held if held is not None else "unset")
-
-
-def _instance_state(model: WireModel) -> tuple[object, ...]:
-    """Everything of a model instance a caller can see: its type, wire JSON, Python dump,
-    field values with their exact types and order, fields set, extra and private values."""
-    return (type(model), model.to_wire(), model.model_dump(), model.model_dump_json(by_alias=True),
-            [(name, type(value), value) for name, value in vars(model).items()],
-            model.model_fields_set, model.__pydantic_extra__, model.__pydantic_private__)
-
-
-def test_a_reads_snapshot_and_messages_are_built_exactly_as_validation_makes_them():
-    """`snapshot` builds its models without validation: each instance must be what
-    validating the same fields (wire names, as the read validated them before) makes."""
-    class Sub(str):
-        pass
-
-    long_text = "é" * (PREVIEW_LIMIT + 40)
-    events = [
-        {"type": "user", "uuid": "a", "message": {"content": "plain"}},
-        {"type": "user", "uuid": "a", "message": {"content": [{"type": "tool_result", "content": "42"}]}},
-        {"type": "assistant", "uuid": "b", "message": {"content": [{"type": "text", "text": long_text}]}},
-        {"type": "assistant", "message": {"content": [{"type": "text", "text": "one"}, {"type": "tool_use", "name": "Bash"},
-                                                      {"type": "image"}, Sub("raw" * 300)]}},
-        {"type": "user", "uuid": "c", "message": {"content": [Sub("x" * 600)]}},
-        {"type": "user", "uuid": "d", "message": {"content": [Sub("short")]}},
-        {"type": "system", "uuid": "e", "message": {"content": "y" * PREVIEW_LIMIT}},
-        {"type": 7, "uuid": 8, "message": "not a body"},
-        {"type": "assistant", "uuid": "f", "message": {"content": []}},
-        {},
-    ]
-    summary = summary_from_info(SDKSessionInfo(session_id="s", summary="x", last_modified=1772459940123))
-    built = snapshot(summary, list(events))
-    wire_rows = [{"id": m["id"], "role": m["role"], "kind": m["kind"], "timestamp": None, "eventIndex": m["event_index"],
-                  "text": _unbounded_text(event)} for m, event in zip(message_fields(events), events, strict=True)]
-    validated = NativeSessionSnapshot.model_validate(
-        {"summary": summary, "events": list(events), "normalizedMessages": wire_rows, "complete": True})
-    assert _instance_state(built) == _instance_state(validated)
-    assert built.summary is summary and built.events == events
-    assert len(built.normalized_messages) == len(validated.normalized_messages) == len(events)
-    for mine, theirs in zip(built.normalized_messages, validated.normalized_messages, strict=True):
-        assert _instance_state(mine) == _instance_state(theirs)
-    # Each instance owns its fields set: setting a field on one leaves the others alone.
-    assert len({id(m.model_fields_set) for m in built.normalized_messages}) == len(events)
-    first, second = built.normalized_messages[:2]
-    first.parent_id = "p"
-    assert "parent_id" in first.model_fields_set and "parent_id" not in second.model_fields_set
-    assert [len(m.text) for m in built.normalized_messages][2:5] == [PREVIEW_LIMIT, PREVIEW_LIMIT, PREVIEW_LIMIT]
-    assert type(built.normalized_messages[5].text) is str and built.normalized_messages[5].text == "short"
-
-
-def _unbounded_text(event: dict) -> object:
-    """The text before the bound, as the read handed it to validation before: the mapping
-    of content to text, with the cut left to NormalizedMessage's validator."""
-    import lib.drivers.claude_sessions as mapping
-    body = event.get("message")
-    return mapping._content_text(body.get("content") if isinstance(body, dict) else None)
