@@ -4,7 +4,9 @@ on 127.0.0.1, over a real SQLite store."""
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import signal
 import subprocess
 import time
@@ -73,18 +75,24 @@ class World:
 
 
 _stderr_seen: dict[int, str] = {}
+_stderr_decoders: dict[int, codecs.IncrementalDecoder] = {}
 
 
 def _peek_stderr(proc: subprocess.Popen) -> str:
-    """What the process wrote to stderr so far (read line by line, kept)."""
+    """What the process wrote to stderr so far (kept). Read from the descriptor itself:
+    a `readline` on the text stream buffers every line that arrived with the one it
+    returns, and `select` on the descriptor then never reports those again, so a line
+    written together with an earlier one was never seen (a flaky wait)."""
     import select
 
     text = _stderr_seen.get(proc.pid, "")
-    while select.select([proc.stderr], [], [], 0.05)[0]:
-        line = proc.stderr.readline()
-        if not line:
+    decoder = _stderr_decoders.setdefault(proc.pid, codecs.getincrementaldecoder("utf-8")("replace"))
+    fd = proc.stderr.fileno()
+    while select.select([fd], [], [], 0.05)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
             break
-        text += line
+        text += decoder.decode(chunk)
     _stderr_seen[proc.pid] = text
     return text
 
