@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lib.drivers.jsonrpc_transport import JsonRpcTransport
+
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE_CODEX = ROOT / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 LAUNCHER_CODEX = ROOT / "node_modules/.bin/codex"
@@ -32,3 +34,14 @@ def short_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def transport() -> Iterator[JsonRpcTransport]:
+    """A JSON-RPC transport with the default limits, stopped after the test (a test
+    module that needs other limits defines its own)."""
+    transport = JsonRpcTransport(name="fake child")
+    try:
+        yield transport
+    finally:
+        transport.stop()

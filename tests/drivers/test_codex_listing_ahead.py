@@ -18,6 +18,7 @@ import pytest
 from lib.drivers.codex_app_server import CodexAppServerDriver
 from lib.reconcile import collect_source, stream_source
 from lib.types import AgentSourceConfig
+from tests.bench.codex_bench import driver_list_all
 from tests.support.codex_home import (
     FixtureThread,
     FixtureTurn,
@@ -54,16 +55,6 @@ def driver(codex_bin, home) -> Iterator[CodexAppServerDriver]:
         driver.stop()
 
 
-def listed_one_page_at_a_time(driver: CodexAppServerDriver) -> list[str]:
-    ids, cursor = [], None
-    while True:
-        page = driver.list_sessions(cursor)
-        ids += [summary.native_session_id for summary in page.sessions]
-        cursor = page.next_cursor
-        if cursor is None:
-            return ids
-
-
 class BeginSpy:
     """Records each page the stream asks for (the real driver still does the asking)."""
 
@@ -90,7 +81,7 @@ def test_the_next_page_is_asked_for_before_this_pages_first_session_is_taken(dri
     # every page asked for exactly once, none past the last
     assert len(spy.cursors) == stream.outcome.pages == len(set(spy.cursors))
     assert [first.summary.native_session_id] + [item.summary.native_session_id for item in rest] == (
-        listed_one_page_at_a_time(driver)
+        driver_list_all(driver)
     )
 
 
@@ -98,7 +89,7 @@ def test_reads_between_pages_asked_ahead_each_give_their_own_thread_and_the_list
     collected = collect_source(driver)  # every session read while the next page is outstanding
     assert collected.complete is True
     read_ids = [snapshot.summary.native_session_id for snapshot in collected.snapshots]
-    assert read_ids == listed_one_page_at_a_time(driver)
+    assert read_ids == driver_list_all(driver)
     assert len(read_ids) == len(THREADS)
     for snapshot in collected.snapshots:
         assert snapshot.events, "each read carries its own turns"
@@ -108,7 +99,7 @@ def test_reads_between_pages_asked_ahead_each_give_their_own_thread_and_the_list
 
 
 def test_codex_answers_a_read_while_a_page_is_outstanding(driver):
-    ids = listed_one_page_at_a_time(driver)
+    ids = driver_list_all(driver)
     page = driver.begin_list_sessions(None)  # asked for, not yet taken
     snapshot = driver.read_session(ids[-1])  # answered while the page is outstanding
     assert snapshot.summary.native_session_id == ids[-1]
@@ -126,9 +117,9 @@ def test_two_pages_outstanding_at_once_are_each_their_own(driver):
 
 
 def test_a_page_asked_for_and_never_taken_leaves_the_driver_serving(driver):
-    ids = listed_one_page_at_a_time(driver)
+    ids = driver_list_all(driver)
     stream = stream_source(driver, retain=lambda _summary: True)
     next(stream)  # page 2 is outstanding now
     stream.close()
     assert stream.outcome.inventory_complete is False
-    assert listed_one_page_at_a_time(driver) == ids
+    assert driver_list_all(driver) == ids

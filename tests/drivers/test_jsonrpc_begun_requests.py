@@ -6,21 +6,11 @@ outstanding is in test_codex_listing_ahead.py)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from lib.drivers.jsonrpc_transport import JsonRpcTransport, TransportClosed
+from lib.drivers.jsonrpc_transport import TransportClosed
 from tests.support.fake_codex_child import child_argv
-
-
-@pytest.fixture
-def transport() -> Iterator[JsonRpcTransport]:
-    transport = JsonRpcTransport(name="fake child")
-    try:
-        yield transport
-    finally:
-        transport.stop()
 
 
 def test_fake_child_a_begun_request_taken_after_other_calls_gets_its_own_answer(transport):

@@ -8,7 +8,6 @@ made to show on demand. The real Codex runs through the same transport in the dr
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from signal import SIGKILL
 
 import pytest
@@ -17,15 +16,6 @@ from lib.drivers.base import Cancelled, CancelSignal
 from lib.drivers.child_channels import DETAIL_BYTE_LIMIT, STDERR_TAIL_LINES, provider_output
 from lib.drivers.jsonrpc_transport import JsonRpcTransport, RpcError, TransportClosed
 from tests.support.fake_codex_child import child_argv
-
-
-@pytest.fixture
-def transport() -> Iterator[JsonRpcTransport]:
-    transport = JsonRpcTransport(name="fake child")
-    try:
-        yield transport
-    finally:
-        transport.stop()
 
 
 def run_in_thread(target, *args, **kwargs) -> tuple[threading.Thread, dict]:
