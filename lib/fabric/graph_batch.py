@@ -27,6 +27,7 @@ committed only after `flush`.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from lib.fabric import values
@@ -37,6 +38,20 @@ if TYPE_CHECKING:
 
 MAX_BYTES = 4 * 2**20  # characters of value text staged before a commit
 MAX_SESSIONS = 64  # sessions staged before a commit
+
+# One thread for the process makes every sealed batch's stored forms, one batch at a
+# time: started once (a thread per batch made the caller wait for each thread's start,
+# which needs the GIL, a few milliseconds a batch on a loaded machine).
+_worker: ThreadPoolExecutor | None = None
+_worker_lock = threading.Lock()
+
+
+def _stored_forms_worker() -> ThreadPoolExecutor:
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentctl-stored-forms")
+        return _worker
 
 
 class GraphBatch:
@@ -125,35 +140,25 @@ class GraphBatch:
 
 
 class _Sealed:
-    """A batch no longer staged to: its cell IDs and texts, its graphs' roots, and the store's stored
-    forms of its texts, made on a thread of its own when `background`."""
+    """A batch no longer staged to: its cell IDs and texts, its graphs' roots, and the
+    store's stored forms of its texts, made on the worker thread when `background`."""
 
     def __init__(
         self, target: GraphTarget, taken: tuple[list[str], list[str], set[str]], *, background: bool
     ) -> None:
         self.ids, self.texts, self.roots = taken
-        self._stored: list[str | bytes] | None = None
-        self._error: BaseException | None = None
-        texts = self.texts
-        self._thread: threading.Thread | None = None
+        make = target.store.stored_forms
+        self._future: Future[list[str | bytes] | None]
         if background:
-            self._thread = threading.Thread(
-                target=self._make, args=(target, texts), name="agentctl-stored-forms", daemon=True
-            )
-            self._thread.start()
+            self._future = _stored_forms_worker().submit(make, target.space, self.texts)
         else:
-            self._make(target, texts)
-
-    def _make(self, target: GraphTarget, texts: list[str]) -> None:
-        try:
-            self._stored = target.store.stored_forms(target.space, texts)
-        except BaseException as error:  # handed to the committing thread by stored()
-            self._error = error
+            self._future = Future()
+            try:
+                self._future.set_result(make(target.space, self.texts))
+            except Exception as error:  # raised at the commit, as the worker's would be
+                self._future.set_exception(error)
 
     def stored(self) -> list[str | bytes] | None:
-        """The stored forms (None: the store makes them at commit), once made."""
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._stored
+        """The stored forms (None: the store makes them at commit), once made; raises
+        what making them raised."""
+        return self._future.result()
