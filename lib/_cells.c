@@ -42,6 +42,14 @@
  *   stored_keys(ids) -> list
  *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
  *       content-derived ID names, any other ID as it is (the SQLite batch insert).
+ *   load_isal(path) -> bool
+ *       Finds isal_deflate_init / isal_deflate in python-isal's loaded isal_zlib extension
+ *       (its ISA-L is linked statically and exported) with dlopen(RTLD_NOLOAD).
+ *   deflate_many(texts, level) -> list[bytes | None]
+ *       isal_zlib.compress(utf8, level) of each text, called as isal_zlib calls ISA-L,
+ *       or None where that stream would be over nine tenths of the text; the GIL is
+ *       released over the whole batch (lib.fabric.stored_values.encode_many, run by
+ *       graph_batch.py's worker thread beside the main thread).
  *   set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)
  *       What values.py's encoder knows: the Link class, lib.frozen.FrozenDict (written
  *       as a plain dict copy, as the reference's dict(v) is), the HOLE and UNDEFINED
