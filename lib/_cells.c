@@ -42,6 +42,14 @@
  *   stored_keys(ids) -> list
  *       lib.fabric.cell_keys.key of each cell ID: the 32 bytes a canonical
  *       content-derived ID names, any other ID as it is (the SQLite batch insert).
+ *   load_isal(path) -> bool
+ *       Finds isal_deflate_init / isal_deflate in python-isal's loaded isal_zlib extension
+ *       (its ISA-L is linked statically and exported) with dlopen(RTLD_NOLOAD).
+ *   deflate_many(texts, level) -> list[bytes | None]
+ *       isal_zlib.compress(utf8, level) of each text, called as isal_zlib calls ISA-L,
+ *       or None where that stream would be over nine tenths of the text; the GIL is
+ *       released over the whole batch (lib.fabric.stored_values.encode_many, run by
+ *       graph_batch.py's worker thread beside the main thread).
  *   set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)
  *       What values.py's encoder knows: the Link class, lib.frozen.FrozenDict (written
  *       as a plain dict copy, as the reference's dict(v) is), the HOLE and UNDEFINED
@@ -52,6 +60,7 @@
 #include <Python.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_DEPTH 200
@@ -665,6 +674,237 @@ py_stored_keys(PyObject *self, PyObject *ids)
     return out;
 }
 
+/* ---- deflate_many: ISA-L's deflate over a batch, the GIL released ------------------ */
+
+/* The public head of ISA-L's struct isal_zstream (igzip_lib.h, the same in ISA-L 2.28
+ * to 2.32); its internal state follows it, opaque here: ZSTREAM_BYTES is room to spare
+ * for the whole struct (about 82 KiB). isal_deflate_init and isal_deflate are those of
+ * the ISA-L that python-isal's isal_zlib links statically and exports, found with
+ * dlopen(RTLD_NOLOAD) of that extension's file (load_isal), so the bytes are
+ * isal_zlib.compress's own: the same calls, the same parameters. */
+struct zstream_head {
+    uint8_t *next_in;
+    uint32_t avail_in;
+    uint32_t total_in;
+    uint8_t *next_out;
+    uint32_t avail_out;
+    uint32_t total_out;
+    void *hufftables;
+    uint32_t level;
+    uint32_t level_buf_size;
+    uint8_t *level_buf;
+    uint16_t end_of_stream;
+    uint16_t flush;
+    uint16_t gzip_flag;
+    uint16_t hist_bits;
+};
+#define ZSTREAM_BYTES (256 * 1024)
+#define ISAL_FULL_FLUSH 2
+#define ISAL_IGZIP_ZLIB 3
+#define ISAL_HIST_BITS 15 /* isal_zlib.compress's default wbits (MAX_WBITS) */
+/* ISAL_DEF_LVLn_DEFAULT: the level buffer isal_zlib.compress allocates per level */
+static const uint32_t LEVEL_BUF_BYTES[4] = {
+    0,
+    4 * 1024 + 2 * 8 * 1024 + 4 * 64 * 1024,
+    4 * 1024 + 2 * 32 * 1024 + 4 * 64 * 1024,
+    4 * 1024 + 4 * 4 * 1024 + 2 * 32 * 1024 + 4 * 64 * 1024,
+};
+
+typedef void (*isal_init_fn)(void *);
+typedef int (*isal_deflate_fn)(void *);
+static isal_init_fn isal_init;
+static isal_deflate_fn isal_deflate_call;
+
+static PyObject *
+py_load_isal(PyObject *self, PyObject *path)
+{
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(path, &bytes))
+        return NULL;
+    void *lib = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_NOLOAD); /* already imported */
+    Py_DECREF(bytes);
+    if (lib == NULL)
+        Py_RETURN_FALSE;
+    isal_init_fn init = (isal_init_fn)dlsym(lib, "isal_deflate_init");
+    isal_deflate_fn deflate = (isal_deflate_fn)dlsym(lib, "isal_deflate");
+    if (init == NULL || deflate == NULL) {
+        dlclose(lib);
+        Py_RETURN_FALSE;
+    }
+    isal_init = init; /* the handle stays open, as the module that holds it stays imported */
+    isal_deflate_call = deflate;
+    Py_RETURN_TRUE;
+}
+
+/* isal_zlib.compress's first output buffer; it doubles the buffer each time a call fills
+ * it (isal_shared.h, arrange_output_buffer). Where a stream ends depends on how its
+ * output was split between calls (not on the input alone), so the calls made here give
+ * ISA-L the very same output room, call by call. */
+#define ISAL_FIRST_OUT (16 * 1024)
+
+/* Deflate n inputs as isal_zlib.compress(input, level) does; sizes[i] is the zlib
+ * stream's length (copied to out[i]), or -1 when it is over nine tenths of the input
+ * (out[i] has room for exactly that much). `scratch` is the growing output buffer
+ * (*scratch_len bytes). 0, or an ISA-L error code, or -100 when out of memory. Runs
+ * without the GIL: it touches no Python object. */
+static int
+deflate_all(Py_ssize_t n, const char **in, const Py_ssize_t *in_len, char **out,
+            Py_ssize_t *sizes, int level, uint8_t *stream, uint8_t *level_buf,
+            uint8_t **scratch, size_t *scratch_len)
+{
+    struct zstream_head *zs = (struct zstream_head *)stream;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t keep = in_len[i] * 9 / 10; /* longest stream worth storing */
+        isal_init(stream);
+        zs->level = (uint32_t)level;
+        zs->level_buf = level_buf;
+        zs->level_buf_size = LEVEL_BUF_BYTES[level];
+        zs->hist_bits = ISAL_HIST_BITS;
+        zs->gzip_flag = ISAL_IGZIP_ZLIB;
+        zs->next_in = (uint8_t *)in[i];
+        zs->avail_in = (uint32_t)in_len[i];
+        zs->flush = ISAL_FULL_FLUSH;
+        zs->end_of_stream = 1;
+        size_t length = ISAL_FIRST_OUT, occupied = 0;
+        sizes[i] = -1;
+        for (;;) {
+            if (*scratch_len < length) {
+                uint8_t *grown = PyMem_RawRealloc(*scratch, length);
+                if (grown == NULL)
+                    return -100;
+                *scratch = grown;
+                *scratch_len = length;
+            }
+            zs->next_out = *scratch + occupied;
+            zs->avail_out = (uint32_t)(length - occupied);
+            int rc = isal_deflate_call(stream);
+            if (rc != 0)
+                return rc;
+            if (zs->avail_out != 0) { /* the stream is complete */
+                size_t size = length - zs->avail_out;
+                if ((Py_ssize_t)size <= keep) {
+                    memcpy(out[i], *scratch, size);
+                    sizes[i] = (Py_ssize_t)size;
+                }
+                break;
+            }
+            occupied = length;
+            if ((Py_ssize_t)occupied > keep)
+                break; /* already longer than worth storing */
+            length <<= 1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+py_deflate_many(PyObject *self, PyObject *args)
+{
+    PyObject *texts;
+    int level;
+    if (!PyArg_ParseTuple(args, "O!i:deflate_many", &PyList_Type, &texts, &level))
+        return NULL;
+    if (isal_deflate_call == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ISA-L is not loaded (load_isal)");
+        return NULL;
+    }
+    if (level < 0 || level > 3) {
+        PyErr_SetString(PyExc_ValueError, "level is 0 to 3");
+        return NULL;
+    }
+    /* the items are held by this tuple while the GIL is released */
+    PyObject *held = PyList_AsTuple(texts);
+    if (held == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(held);
+    PyObject *result = NULL;
+    const char **in = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    Py_ssize_t *in_len = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    char **out = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    Py_ssize_t *sizes = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    char *arena = NULL;
+    uint8_t *stream = NULL, *level_buf = NULL;
+    if (in == NULL || in_len == NULL || out == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(held, i);
+        if (PyUnicode_CheckExact(t)) {
+            in[i] = PyUnicode_AsUTF8AndSize(t, &in_len[i]);
+            if (in[i] == NULL)
+                goto done;
+        } else if (PyBytes_CheckExact(t)) {
+            in[i] = PyBytes_AS_STRING(t);
+            in_len[i] = PyBytes_GET_SIZE(t);
+        } else {
+            PyErr_SetString(PyExc_TypeError, "deflate_many takes a list of str or bytes");
+            goto done;
+        }
+        if ((size_t)in_len[i] > UINT32_MAX / 2) {
+            PyErr_SetString(PyExc_OverflowError, "an input of 2 GiB or more");
+            goto done;
+        }
+        total += (size_t)(in_len[i] * 9 / 10);
+    }
+    arena = PyMem_RawMalloc(total ? total : 1);
+    stream = PyMem_RawCalloc(1, ZSTREAM_BYTES);
+    /* zeroed once per batch, then reused text after text: ISA-L reads hash entries it
+     * did not write in it, so its bytes (not what they decompress to) depend on what the
+     * buffer held: here the previous text of the batch, as isal_zlib.compress gets when
+     * malloc hands back the buffer its last call freed */
+    level_buf = PyMem_RawCalloc(1, LEVEL_BUF_BYTES[level] ? LEVEL_BUF_BYTES[level] : 1);
+    if (arena == NULL || stream == NULL || level_buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = arena + at;
+        at += (size_t)(in_len[i] * 9 / 10);
+    }
+    int rc;
+    uint8_t *scratch = NULL;
+    size_t scratch_len = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = deflate_all(n, in, in_len, out, sizes, level, stream, level_buf, &scratch, &scratch_len);
+    PyMem_RawFree(scratch);
+    Py_END_ALLOW_THREADS
+    if (rc == -100) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "ISA-L deflate failed with error %d", rc);
+        goto done;
+    }
+    result = PyList_New(n);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item;
+        if (sizes[i] < 0) {
+            item = Py_None;
+            Py_INCREF(item);
+        } else if ((item = PyBytes_FromStringAndSize(out[i], sizes[i])) == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, item);
+    }
+done:
+    PyMem_RawFree(level_buf);
+    PyMem_RawFree(stream);
+    PyMem_RawFree(arena);
+    PyMem_Free(sizes);
+    PyMem_Free(out);
+    PyMem_Free(in_len);
+    PyMem_Free(in);
+    Py_DECREF(held);
+    return result;
+}
+
 /* ---- module ----------------------------------------------------------------------- */
 
 static PyObject *
@@ -712,6 +952,11 @@ static PyMethodDef methods[] = {
     {"sha256", py_sha256, METH_O, "sha256(data) -> bytes: the digest cause_ids uses."},
     {"stored_keys", py_stored_keys, METH_O,
      "stored_keys(ids) -> list: cell_keys.key of each cell ID."},
+    {"load_isal", py_load_isal, METH_O,
+     "load_isal(path) -> bool: find ISA-L's deflate in isal_zlib's loaded extension file."},
+    {"deflate_many", py_deflate_many, METH_VARARGS,
+     "deflate_many(texts, level) -> list[bytes | None]: isal_zlib.compress(t, level) of "
+     "each UTF-8 text, or None where that is over nine tenths of it; the GIL released."},
     {"set_types", py_set_types, METH_VARARGS,
      "set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)."},
     {NULL, NULL, 0, NULL},

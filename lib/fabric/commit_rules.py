@@ -30,6 +30,9 @@ class Row:
 class Write:
     text: str
     labels: Labels | None
+    # the backend's stored form of text, made ahead by the caller (Store.stored_forms),
+    # or None: the backend makes it at commit
+    stored: str | bytes | None = None
 
 
 @dataclass(slots=True)
@@ -66,6 +69,7 @@ class RowWrite:
     cell_id: str
     labels: Labels
     text: str | None  # None deletes
+    stored: str | bytes | None = None  # Write.stored, passed through
 
 
 def resolve_commit(
@@ -107,7 +111,7 @@ def resolve_commit(
             continue
         if isinstance(op, Write):
             labels = op.labels or (row.labels if row else Labels.owned_by(plan.writer))
-            out.append(RowWrite(cell, labels, op.text))
+            out.append(RowWrite(cell, labels, op.text, op.stored))
             continue
         if row is None or not row.live:
             raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell}")

@@ -302,6 +302,12 @@ class SQLiteStore(Store):
                 (space_id, name, value),
             )
 
+    def stored_forms(self, space: str, texts: list[str]) -> list[str | bytes] | None:
+        return stored_values.encode_many(texts, space)
+
+    def stored_forms_release_gil(self) -> bool:
+        return stored_values.ENCODES_WITHOUT_GIL
+
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)
@@ -325,7 +331,8 @@ class SQLiteStore(Store):
                 UPSERT,
                 (
                     (space_id, stored_id, seq, label_ids[id(w.labels)],
-                     None if w.text is None else stored_values.encode(w.text, space))
+                     None if w.text is None
+                     else w.stored if w.stored is not None else stored_values.encode(w.text, space))
                     for stored_id, w in keyed
                 ),
             )

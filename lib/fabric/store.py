@@ -115,14 +115,19 @@ class Transaction:
             raise ConflictError("store-conflict", f"cell changed while this transaction was reading it: {cell_id}")
         return version
 
-    def write(self, cell_id: str, value: Any, labels: Labels | None = None, *, text: str | None = None) -> None:
+    def write(
+        self, cell_id: str, value: Any, labels: Labels | None = None, *, text: str | None = None,
+        stored: str | bytes | None = None,
+    ) -> None:
         """Replace the cell's whole value; labels None keeps the existing labels
         (a new cell is owned by, and writable by, the writer). `text`, when given, is
         `values.dumps(value)` already made by the caller (the receipt index root,
-        assembled from texts it keeps per row), so the value is not encoded again."""
+        assembled from texts it keeps per row), so the value is not encoded again.
+        `stored`, with `text`, is the store's `stored_forms` of it in this space, made
+        ahead (graph_batch.py: on another thread), so the commit does not make it."""
         if text is None:
             text = values.dumps(value)
-        self._open().ops[cell_id] = Write(text, labels)
+        self._open().ops[cell_id] = Write(text, labels, stored)
         self._written_bytes += len(text)
 
     @property
@@ -206,6 +211,17 @@ class Store(abc.ABC):
 
     def transaction(self, space: str, writer: str) -> Transaction:
         return Transaction(self, space, writer)
+
+    def stored_forms(self, space: str, texts: list[str]) -> list[str | bytes] | None:
+        """What this backend keeps on disk for each fvj1 text of a cell in `space`, made
+        ahead of a commit and passed to `Transaction.write(stored=)`; callable from any
+        thread. None (this default) when the backend keeps the text as it is."""
+        return None
+
+    def stored_forms_release_gil(self) -> bool:
+        """Whether `stored_forms` does its bulk without the GIL, so another thread can
+        make them beside the caller's Python work (graph_batch.py)."""
+        return False
 
     @abc.abstractmethod
     def head(self, space: str) -> int:

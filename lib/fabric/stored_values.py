@@ -13,6 +13,13 @@ text (and so the same value and value hash) that was written:
     (`isal`), which any zlib reads; stdlib zlib at level 1 took a sixth of a first
     sync's main thread (docs/store-size-and-speed.md, "Session 22").
 
+`encode_many` does the same for a batch of texts, its compression in one call to
+lib._cells.deflate_many, which runs ISA-L's deflate (the very functions isal_zlib calls,
+called the same way) over the whole batch with the GIL released: graph_batch.py runs it
+on a second thread while the main thread plans the next sessions (docs/store-size-and-
+speed.md, "Session 23"). A deflate call per text from a thread would wait for the GIL
+after every text.
+
 Rows written by schema version 1 hold plain fvj1 TEXT, which reads back unchanged: it
 holds no marker, and it is no BLOB.
 """
@@ -23,7 +30,7 @@ import json
 import re
 from typing import Any
 
-from isal import isal_zlib
+from isal import _isal, isal_zlib
 
 from lib.fabric import value_decoding
 from lib.fabric.cell_speedups import CELLS
@@ -79,6 +86,56 @@ def encode(text: str, space: str) -> str | bytes:
 
 
 _shorten = CELLS.shorten_links if CELLS is not None else None
+
+
+def _batch_deflate() -> Any:
+    """lib._cells.deflate_many, when it is built and found ISA-L in isal_zlib's extension
+    (whose ISA-L is one of the versions the C side's struct head was checked against),
+    and a probe round-trips through it; else None."""
+    if CELLS is None or not hasattr(CELLS, "deflate_many"):
+        return None
+    if (_isal.ISAL_MAJOR_VERSION, _isal.ISAL_MINOR_VERSION) not in _ISAL_VERSIONS:
+        return None
+    if not CELLS.load_isal(isal_zlib.__file__):
+        return None
+    probe = ("a probe of the batch deflate, " * 2000) + "".join(map(chr, range(32, 2000)))
+    packed = CELLS.deflate_many([probe], COMPRESS_LEVEL)[0]
+    if packed is None or isal_zlib.decompress(packed) != probe.encode("utf-8"):
+        return None
+    return CELLS.deflate_many
+
+
+# ISA-L releases whose struct isal_zstream begins as lib/_cells.c's zstream_head says
+_ISAL_VERSIONS = frozenset({(2, 28), (2, 29), (2, 30), (2, 31), (2, 32)})
+_deflate_many = _batch_deflate()
+ENCODES_WITHOUT_GIL = _deflate_many is not None
+
+
+def encode_many(texts: list[str], space: str) -> list[str | bytes]:
+    """`encode(text, space)` of each text. The compression is one lib._cells.deflate_many
+    call for the batch, without the GIL, where that is available; the result is what
+    `encode` gives, except that ISA-L's bytes for a text (never what they decompress to)
+    may differ as they do between two isal_zlib.compress calls (lib/_cells.c)."""
+    if _deflate_many is None:
+        return [encode(text, space) for text in texts]
+    links = _links(space)
+    head, tail = links.head, links.tail
+    out: list[str | bytes] = []
+    large: list[str] = []
+    at: list[int] = []
+    for text in texts:
+        if _MARKER in text:
+            raise ValueError("fvj1 text holds a raw U+0001")
+        if head in text:
+            text = _shorten(text, head, tail) if _shorten else links.long.sub(_MARKER + r"\1", text)
+        if len(text) >= COMPRESS_AT:
+            at.append(len(out))
+            large.append(text)
+        out.append(text)
+    for index, packed in zip(at, _deflate_many(large, COMPRESS_LEVEL), strict=True):
+        if packed is not None:
+            out[index] = packed
+    return out
 
 
 def read_keeping(stored: str | bytes, space: str, keep: frozenset[str]) -> Any:

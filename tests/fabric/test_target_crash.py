@@ -88,16 +88,18 @@ def test_a_fake_fault_in_a_batch_commit_keeps_the_prior_indexes_whole_and_the_ne
     changed = [snapshot(n, messages=4) for n in names]
 
     monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 2)
-    real_flush = graph_batch.GraphBatch.flush
+    real_commit = graph_batch.GraphBatch._commit_sealed  # each batch's one commit
     flushes = []
 
     def commit_the_first_batch_then_fail(batch):
+        if batch._sealed is None:
+            return
         if len(flushes) == 1:
             raise FakeFault("the process dies here")
-        flushes.append(set(batch._roots))
-        real_flush(batch)
+        flushes.append(set(batch._sealed.roots))
+        real_commit(batch)
 
-    monkeypatch.setattr(graph_batch.GraphBatch, "flush", commit_the_first_batch_then_fail)
+    monkeypatch.setattr(graph_batch.GraphBatch, "_commit_sealed", commit_the_first_batch_then_fail)
     with pytest.raises(FakeFault):
         publish(target, descriptor(), changed)
     monkeypatch.undo()
