@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from lib.drivers.base import AgentDriver
 from lib.fabric.target import FabricTarget
 from lib.group_commit import GroupCommit
+from lib.pipeline.prepared_reads import PreparedReads
 from lib.pipeline.refresh import refresh_sessions
 
 # how many already waiting batches the refresh after an outcome lets begin first (1: 1.52
@@ -39,6 +40,9 @@ class RefreshBatches:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._targets: dict[int, GroupCommit[tuple[AgentDriver, str]]] = {}
+        # per target: the last preparation of each small session, reused when it is read
+        # again unchanged (prepared_reads.py)
+        self._kept: dict[int, PreparedReads] = {}
 
     def refresh(self, target: FabricTarget, driver: AgentDriver, native_session_id: str) -> None:
         """Publish the session's current state; raises what its batch's publication raised."""
@@ -55,14 +59,15 @@ class RefreshBatches:
         with self._lock:
             group = self._targets.get(id(target))
             if group is None:
-                group = self._targets[id(target)] = GroupCommit(lambda batch: _refresh_batch(target, batch))
+                kept = self._kept[id(target)] = PreparedReads()
+                group = self._targets[id(target)] = GroupCommit(lambda batch: _refresh_batch(target, batch, kept))
         return group
 
 
-def _refresh_batch(target: FabricTarget, batch: list[tuple[AgentDriver, str]]) -> None:
+def _refresh_batch(target: FabricTarget, batch: list[tuple[AgentDriver, str]], kept: PreparedReads) -> None:
     """One publication for the batch; a session asked for twice is read once."""
     sessions = {(driver.source.id, sid): (driver, sid) for driver, sid in batch}
-    refresh_sessions(target, list(sessions.values()))
+    refresh_sessions(target, list(sessions.values()), kept=kept)
 
 
 class BackgroundRefreshes:
