@@ -93,10 +93,11 @@ class Executor:
         try:
             self.ledgers = CommandLedgers(ledger_directory(self.workspace.private_state_path(), target))
             self.pool = DriverPool(self._driver_factory)
+            refreshes = RefreshBatches()
             self.worker = CommandWorker(
                 StartedDrivers(self.workspace, self.pool), [target], self.ledgers,
                 self._on_receipt, self._on_task_failure, owner_did=target.owner, max_sessions=self._max_sessions,
-                refresh=RefreshBatches().refresh, sole_executor=True,
+                refresh=refreshes.refresh, refresh_after=refreshes.refresh_later, sole_executor=True,
             )
             self.target = target
             self._bind_queues()

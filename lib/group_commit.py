@@ -8,6 +8,15 @@ never the next ones). The first caller of a batch is its leader: it waits for th
 before it to end, closes the batch and runs `commit(items)` for everyone in it; the
 others wait on their batch alone, so the end of a commit wakes only the threads it
 concerns (one condition for all made every waiter re-check on every commit).
+
+`submit_later(item, covers, batches=n)` is for an item that any commit beginning after
+the call serves as well (the worker's refresh after an outcome): while a batch already
+waits to be committed, it does not join that batch but waits for it to begin; when that
+batch holds an item that `covers` it, the item is served by that batch (it waits for it
+and raises its error) and is never committed itself; otherwise it looks at the next
+waiting batch the same way, at most `n` of them, then joins the open batch as `submit`
+does. So a later request for the same thing that arrives meanwhile makes one commit of
+two, and the item waits at most `n` batches longer than `submit` would.
 """
 
 from __future__ import annotations
@@ -20,11 +29,12 @@ T = TypeVar("T")
 
 
 class _Batch(Generic[T]):
-    __slots__ = ("items", "may_start", "done", "error")
+    __slots__ = ("items", "may_start", "begun", "done", "error")
 
     def __init__(self) -> None:
         self.items: list[T] = []
         self.may_start = threading.Event()  # the commit before this one has ended
+        self.begun = threading.Event()  # closed: later items join the next batch
         self.done = threading.Event()
         self.error: BaseException | None = None
 
@@ -51,6 +61,23 @@ class GroupCommit(Generic[T]):
         if batch.error is not None:
             raise batch.error
 
+    def submit_later(self, item: T, covers: Callable[[T], bool], *, batches: int = 1) -> None:
+        """Served by a commit that begins after this call: up to `batches` batches that
+        each already wait when the one before begins go first, and one of them holding
+        an item that `covers` this one serves it (see the module's docstring)."""
+        for _ in range(batches):
+            with self._lock:
+                waiting = self._open if self._open.items else None
+            if waiting is None:  # nothing waits: no later request to share with, go now
+                break
+            waiting.begun.wait()
+            if any(covers(other) for other in waiting.items):  # it began after this call
+                waiting.done.wait()
+                if waiting.error is not None:
+                    raise waiting.error
+                return
+        self.submit(item)
+
     def queued(self) -> int:
         """How many items wait for the next commit (not the one on its way)."""
         with self._lock:
@@ -62,6 +89,7 @@ class GroupCommit(Generic[T]):
             self._running = True
             self._open = _Batch()  # later items join the next batch
             items = list(batch.items)
+            batch.begun.set()
         try:
             self._commit(items)
         except BaseException as exc:  # handed to every caller of the batch

@@ -101,6 +101,7 @@ class CommandWorker:
         owner_did: str,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         refresh: Refresh = refresh_session,
+        refresh_after: Refresh | None = None,
         sole_executor: bool = False,
     ) -> None:
         if not targets:
@@ -114,6 +115,9 @@ class CommandWorker:
         self.on_task_failure = on_task_failure
         self.owner_did = owner_did
         self._refresh = refresh
+        # the refresh after an outcome: `refresh` unless the host gives one that may share
+        # a read with the session's next refresh (RefreshBatches.refresh_later)
+        self._refresh_after = refresh_after or refresh
         # True when the caller holds the targets' executor lock: no other executor runs,
         # so a shared in-flight receipt was left by a dead one (it becomes `unknown`).
         # Otherwise it may be another live executor's claim, which is left alone.
@@ -125,7 +129,8 @@ class CommandWorker:
         self._closed = False
         self._queues = SessionQueues(self._run, max_sessions=max_sessions)
         # The refresh after an outcome runs beside the session's next command, not before it.
-        self._after = BackgroundRefreshes(self._refresh_all, max_workers=max_sessions)
+        self._after = BackgroundRefreshes(
+            lambda driver, session: self._refresh_all(driver, session, self._refresh_after), max_workers=max_sessions)
 
     # ---- admission ---------------------------------------------------------------------
 
@@ -352,10 +357,10 @@ class CommandWorker:
             except Exception:
                 log.exception("the receipt callback failed for command %s", receipt.command_id)
 
-    def _refresh_all(self, driver: AgentDriver, native_session_id: str) -> None:
+    def _refresh_all(self, driver: AgentDriver, native_session_id: str, refresh: Refresh | None = None) -> None:
         for target in self.targets:
             try:
-                self._refresh(target, driver, native_session_id)
+                (refresh or self._refresh)(target, driver, native_session_id)
             except Exception as exc:
                 log.warning("refreshing %s/%s failed: %s", driver.source.id, native_session_id,
                             getattr(exc, "message", None) or type(exc).__name__)

@@ -78,9 +78,11 @@ class Setup:
         self.ledgers = CommandLedgers(folder / "ledgers")
         self._done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        refreshes = RefreshBatches()  # wired as lib.executor wires it
         self.worker = CommandWorker(
             {"scripted": self.driver}, [self.target], self.ledgers, self._receipt,
-            owner_did=self.owner, refresh=RefreshBatches().refresh, sole_executor=True,
+            owner_did=self.owner, refresh=refreshes.refresh, refresh_after=refreshes.refresh_later,
+            sole_executor=True,
         )
 
     def _receipt(self, receipt: Any) -> None:
