@@ -33,6 +33,10 @@ static PyObject *s_type, *s_message, *s_content, *s_uuid, *s_text, *s_tool_use, 
     *s_user, *s_tool, *s_other, *s_empty, *s_newline, *s_strip, *s_head;
 static PyObject *s_native_session_id, *s_title, *s_cwd, *s_created_at, *s_updated_at,
     *s_archived, *s_active, *s_git_branch, *s_started_as, *s_raw;
+/* Every row and every summary's fields are copies of these, their keys in order: a copy
+ * of a small dict is a copy of its table, where inserting six or ten keys into a new
+ * dict grows its table twice. */
+static PyObject *row_template, *summary_template;
 static PyObject *a_session_id, *a_custom_title, *a_summary, *a_git_branch, *a_cwd,
     *a_created_at, *a_last_modified;
 
@@ -277,7 +281,7 @@ event_row(PyObject *event, Py_ssize_t index, PyObject *seen)
     PyObject *event_index = PyLong_FromSsize_t(index);
     if (event_index == NULL)
         goto done;
-    row = PyDict_New();
+    row = PyDict_Copy(row_template);
     if (row == NULL || PyDict_SetItem(row, s_id, message_id) < 0 || PyDict_SetItem(row, s_role, role) < 0 ||
         PyDict_SetItem(row, s_kind, kind) < 0 || PyDict_SetItem(row, s_timestamp, Py_None) < 0 ||
         PyDict_SetItem(row, s_text, text) < 0 || PyDict_SetItem(row, s_event_index, event_index) < 0) {
@@ -348,11 +352,15 @@ record_dict(PyObject *record, PyObject *cls, Py_ssize_t count)
 }
 
 static PyObject *
-record_dicts(PyObject *module, PyObject *args)
+record_dicts(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *records, *cls;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "O!On:record_dicts", &PyList_Type, &records, &cls, &count))
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "record_dicts(records: list, cls, count: int)");
+        return NULL;
+    }
+    PyObject *records = args[0], *cls = args[1];
+    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    if (count == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t size = PyList_GET_SIZE(records);
     PyObject *dicts = PyList_New(size);
@@ -371,17 +379,22 @@ record_dicts(PyObject *module, PyObject *args)
 
 /* Whitespace as str.strip() sees it, and line boundaries as str.splitlines() does,
  * for ASCII characters. */
-static int
-ascii_space(Py_UCS1 c)
+#define SPACE 1
+#define BOUNDARY 2
+static unsigned char ascii_class[128];
+
+static void
+set_ascii_classes(void)
 {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+    for (int c = 0; c < 128; c++) {
+        int space = (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+        int boundary = c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E;
+        ascii_class[c] = (unsigned char)((space ? SPACE : 0) | (boundary ? BOUNDARY : 0));
+    }
 }
 
-static int
-ascii_boundary(Py_UCS1 c)
-{
-    return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E;
-}
+#define ascii_space(c) (ascii_class[c] & SPACE)
+#define ascii_boundary(c) (ascii_class[c] & BOUNDARY)
 
 /* `_first_line(text)`: a new reference (Py_None for none), NULL on error,
  * UNRECOGNISED for a value that is not None or an exact str. */
@@ -503,11 +516,15 @@ attribute(PyObject *dict, PyObject *name)
 }
 
 static PyObject *
-summary_fields(PyObject *module, PyObject *args)
+summary_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *info, *cls, *active, *started_as;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "OOnOO:summary_fields", &info, &cls, &count, &active, &started_as))
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "summary_fields(info, cls, count, active, started_as)");
+        return NULL;
+    }
+    PyObject *info = args[0], *cls = args[1], *active = args[3], *started_as = args[4];
+    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    if (count == -1 && PyErr_Occurred())
         return NULL;
     PyObject *raw = record_dict(info, cls, count);
     if (raw == NULL) {
@@ -565,7 +582,7 @@ summary_fields(PyObject *module, PyObject *args)
         goto done;
     PyObject *cwd_value = cwd != Py_None && PyUnicode_GET_LENGTH(cwd) > 0 ? cwd : Py_None;
     PyObject *branch_value = branch != Py_None && !equals(branch, s_head) ? branch : Py_None;
-    fields = PyDict_New();
+    fields = PyDict_Copy(summary_template);
     if (fields == NULL || PyDict_SetItem(fields, s_native_session_id, session_id) < 0 ||
         PyDict_SetItem(fields, s_title, title) < 0 || PyDict_SetItem(fields, s_cwd, cwd_value) < 0 ||
         PyDict_SetItem(fields, s_created_at, created) < 0 || PyDict_SetItem(fields, s_updated_at, updated) < 0 ||
@@ -588,8 +605,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"normalized_rows", normalized_rows, METH_O, "claude_sessions.reference_normalized_rows, or None"},
-    {"record_dicts", record_dicts, METH_VARARGS, "each record's own instance dict, or None"},
-    {"summary_fields", summary_fields, METH_VARARGS, "claude_sessions.reference_summary_fields, or None"},
+    {"record_dicts", (PyCFunction)(void (*)(void))record_dicts, METH_FASTCALL, "each record's own instance dict, or None"},
+    {"summary_fields", (PyCFunction)(void (*)(void))summary_fields, METH_FASTCALL, "claude_sessions.reference_summary_fields, or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -621,5 +638,17 @@ PyInit__claude_rows(void)
         intern(&a_git_branch, "git_branch") || intern(&a_cwd, "cwd") || intern(&a_created_at, "created_at") ||
         intern(&a_last_modified, "last_modified"))
         return NULL;
+    set_ascii_classes();
+    PyObject *row_keys[] = {s_id, s_role, s_kind, s_timestamp, s_text, s_event_index};
+    PyObject *summary_keys[] = {s_native_session_id, s_title, s_cwd, s_created_at, s_updated_at,
+                                s_archived, s_active, s_git_branch, s_started_as, s_raw};
+    if ((row_template = PyDict_New()) == NULL || (summary_template = PyDict_New()) == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof row_keys / sizeof *row_keys; i++)
+        if (PyDict_SetItem(row_template, row_keys[i], Py_None) < 0)
+            return NULL;
+    for (size_t i = 0; i < sizeof summary_keys / sizeof *summary_keys; i++)
+        if (PyDict_SetItem(summary_template, summary_keys[i], Py_None) < 0)
+            return NULL;
     return PyModule_Create(&module_def);
 }
