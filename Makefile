@@ -10,7 +10,7 @@ NODE_STAMP := node_modules/.installed
 
 install: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): pyproject.toml lib/_speedups.c lib/_cells.c
+$(STAMP): pyproject.toml lib/_speedups.c lib/_cells.c lib/_claude_rows.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

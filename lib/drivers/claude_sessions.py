@@ -5,13 +5,18 @@ Every read of every session passes through here, so the mapping is written for s
 (tests/bench/claude_bench.py holds it to the SDK's own functions in a bare loop): records
 taken through their `__dict__`, normalized messages validated with their snapshot and a
 page's summaries as one list, times formatted by integer arithmetic. Outputs are exactly
-those of the plain versions.
+those of the plain versions. Where lib._claude_rows (lib/_claude_rows.c) is built, the
+events, the normalized rows and a summary's fields are made in C; it gives None for any
+input it does not recognise, and the `reference_` functions here, which stay the
+definition, make those (tests/drivers/test_claude_rows_speedups.py holds the two equal).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import types
 from datetime import date
 from typing import Any
 
@@ -42,6 +47,13 @@ _PADDED_MS = tuple(f"{n:03}" for n in range(1000))
 _HOURS_MINUTES = tuple(f"{h:02}:{m:02}" for h in range(24) for m in range(60))
 _DAYS: dict[int, str] = {}
 
+try:
+    from lib import _claude_rows as ROWS
+except ImportError:  # no compiler at install time: the references below do it all
+    ROWS = None
+if os.environ.get("AGENTCTL_PURE_PYTHON", "") not in ("", "0"):  # as for lib._speedups
+    ROWS = None
+
 
 def _first_line(text: Any) -> str | None:
     if not isinstance(text, str):
@@ -63,6 +75,15 @@ def summaries(fields: list[dict[str, Any]]) -> list[SessionSummary]:
 
 
 def summary_fields(info: Any, *, active: bool = False, started_as: str | None = None) -> dict[str, Any]:
+    """`reference_summary_fields`, in C where lib._claude_rows recognises the record."""
+    if ROWS is not None and (count := _record_size(type(info))) is not None:
+        fields = ROWS.summary_fields(info, type(info), count, active, started_as)
+        if fields is not None:
+            return fields
+    return reference_summary_fields(info, active=active, started_as=started_as)
+
+
+def reference_summary_fields(info: Any, *, active: bool = False, started_as: str | None = None) -> dict[str, Any]:
     """The wire fields of an `SDKSessionInfo`'s summary, to validate as a `SessionSummary`.
     Title: the session's title (the user's, else the one Claude generated), else the SDK's
     display summary (last prompt, else first). Always the same keys (the summary's set
@@ -118,6 +139,17 @@ def message_events(messages: list[Any]) -> list[dict[str, Any]]:
     records once it returns them, so the dict is the event's alone (as `message_event`'s
     copy of it would be). The record type is looked up once per run of messages of one
     type (a read's are all `SessionMessage`s)."""
+    if ROWS is not None and type(messages) is list and messages:
+        cls = type(messages[0])
+        if (count := _record_size(cls)) is not None:
+            events = ROWS.record_dicts(messages, cls, count)
+            if events is not None:
+                return events
+    return reference_message_events(messages)
+
+
+def reference_message_events(messages: list[Any]) -> list[dict[str, Any]]:
+    """`message_events` in Python: the definition lib._claude_rows follows."""
     events: list[dict[str, Any]] = []
     known: type | None = None
     names: tuple[str, ...] | None = None
@@ -168,6 +200,22 @@ def _field_names(cls: type) -> tuple[str, ...] | None:
     return tuple(field.name for field in dataclasses.fields(cls))
 
 
+@functools.cache
+def _record_size(cls: type) -> int | None:
+    """The number of a dataclass's fields when `getattr(record, "__dict__")` of its
+    instances is the standard instance dict (what lib._claude_rows reads in C); None
+    for any other type, which the Python path takes."""
+    names = _field_names(cls)
+    if names is None or cls.__getattribute__ is not object.__getattribute__:
+        return None
+    for klass in cls.__mro__:
+        if "__dict__" in vars(klass):
+            descriptor = vars(klass)["__dict__"]
+            standard = type(descriptor) is types.GetSetDescriptorType and descriptor.__objclass__ is klass
+            return len(names) if standard else None
+    return None
+
+
 def _block_text(block: Any) -> str:
     if isinstance(block, str):
         return block
@@ -215,6 +263,15 @@ def normalized_messages(events: list[dict[str, Any]]) -> list[NormalizedMessage]
 
 
 def normalized_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`reference_normalized_rows`, in C where lib._claude_rows recognises every event."""
+    if ROWS is not None:
+        rows = ROWS.normalized_rows(events)
+        if rows is not None:
+            return rows
+    return reference_normalized_rows(events)
+
+
+def reference_normalized_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The fields of each event's normalized message, to validate as `NormalizedMessage`s
     (a read validates them with its snapshot): id = its uuid, kind = its type (`user`,
     `assistant`), role from the type (a user message holding only tool results is
