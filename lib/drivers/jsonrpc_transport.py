@@ -39,7 +39,14 @@ from lib.drivers.child_channels import (
     report_provider_output,
 )
 from lib.drivers.child_input import ChildInput, WriteCancelled
-from lib.drivers.child_output import LineTooLong, OutputMeter, Stalled, StallWatch, size_text
+from lib.drivers.child_output import (
+    LineTooLong,
+    OutputMeter,
+    Stalled,
+    StallWatch,
+    WebSocketError,
+    size_text,
+)
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -49,7 +56,6 @@ from lib.drivers.jsonrpc_messages import (
     predicate_matches,
 )
 from lib.drivers.jsonrpc_run import Run, Slot, wait_for
-from lib.drivers.websocket_pipe import WebSocketError
 from lib.types import DEFAULT_MAX_LINE_BYTES
 
 Framing = Literal["lines", "websocket"]
