@@ -28,6 +28,7 @@ from lib.drivers.base import (
     DriverUnavailable,
     InventoryFingerprint,
 )
+from lib.drivers.codex_early import adopt
 from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
 from lib.drivers.codex_launch import plan_launch, start_daemon
 from lib.drivers.codex_list_ahead import AskedPage, ListAhead
@@ -109,7 +110,6 @@ class CodexAppServerDriver(AgentDriver):
         self.listing = ListAhead(self._ask_page, _page_follows)  # pages asked ahead (codex_list_ahead.py)
 
     @classmethod
-
     def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities(
             list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
@@ -125,9 +125,11 @@ class CodexAppServerDriver(AgentDriver):
         self.listing.reset()
         launch = plan_launch(self.config)
         start_daemon(launch, signal)
+        # the child the idle fast path started for exactly this launch, if any (codex_early.py)
+        early = adopt(launch.argv, launch.env, launch.cwd) if launch.framing == "lines" else None
         try:
-            self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd,
-                                  framing=launch.framing, signal=signal, stall_timeout=self.stall_timeout)
+            self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd, framing=launch.framing,
+                                  signal=signal, stall_timeout=self.stall_timeout, process=early)
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"

@@ -54,7 +54,10 @@ def run_sync(
     before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
     idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
+        from lib.drivers import codex_early
         from lib.pipeline.idle_answer import idle_records
+
+        codex_early.discard()  # a Codex the fast path started is not needed after all
 
         records = idle_records(unchanged, source_ids, idle)
         for record in records:
@@ -81,6 +84,9 @@ def run_sync(
     try:
         run_stage(stage, inventory, watched, progress=progress, description="sync")
     finally:
+        from lib.drivers import codex_early
+
+        codex_early.discard()  # one the fast path started and no driver took (another launch)
         if close_drivers:
             drivers.close()
     unchanged.published(watched.publication)
