@@ -45,6 +45,11 @@ def answer_idle_sync(argv: list[str]) -> bool:
 
     lines = answer(names, os.environ)
     if lines is None:
+        # the normal path runs: a source whose home changed will be listed, so its Codex
+        # starts now, while the normal path imports (lib/pipeline/idle_early_start.py)
+        from lib.pipeline.idle_early_start import start_changed_homes
+
+        start_changed_homes(names, os.environ)
         return False
     stdout = sys.stdout
     if stdout is None:

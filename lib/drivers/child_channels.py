@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from lib.drivers.child_input import ChildInput
 from lib.drivers.child_output import LineReader
-from lib.drivers.websocket_pipe import WebSocketPipe
 
 STDERR_TAIL_LINES = 20
 STDERR_LINE_LIMIT = 1000
@@ -67,6 +66,9 @@ class WebSocketChannel:
     """One message per WebSocket text frame over the child's pipes."""
 
     def __init__(self, reader: Any, writer: ChildInput, limit: int) -> None:
+        # wsproto (and h11 under it) only for the proxy modes: `stdio` never loads them
+        from lib.drivers.websocket_pipe import WebSocketPipe
+
         self._writer = writer
         # It needs only read1() of the reader, and write() and flush() of the writer.
         self._pipe = WebSocketPipe(reader, writer, max_message_bytes=limit)

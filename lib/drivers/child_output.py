@@ -26,6 +26,12 @@ class LineTooLong(Exception):
         self.limit = limit
 
 
+class WebSocketError(Exception):
+    """The peer broke the WebSocket protocol or refused the upgrade (lib/drivers/websocket_pipe.py
+    raises it; defined here so the transport can catch it without importing wsproto, which
+    only the proxy modes use)."""
+
+
 class Stalled(Exception):
     """A call waited `seconds` without anything at all arriving from the child."""
 

@@ -28,8 +28,10 @@ from lib.drivers.base import (
     DriverUnavailable,
     InventoryFingerprint,
 )
+from lib.drivers.codex_early import adopt
 from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
 from lib.drivers.codex_launch import plan_launch, start_daemon
+from lib.drivers.codex_list_ahead import AskedPage, ListAhead
 from lib.drivers.codex_threads import (
     next_cursor,
     parse_cursor,
@@ -105,9 +107,9 @@ class CodexAppServerDriver(AgentDriver):
         self.stall_timeout = config.stall_timeout_seconds
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
+        self.listing = ListAhead(self._ask_page, _page_follows)  # pages asked ahead (codex_list_ahead.py)
 
     @classmethod
-
     def initial_capabilities(cls) -> DriverCapabilities:
         return DriverCapabilities(
             list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
@@ -120,11 +122,14 @@ class CodexAppServerDriver(AgentDriver):
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self, signal: CancelSignal | None = None) -> None:
+        self.listing.reset()
         launch = plan_launch(self.config)
         start_daemon(launch, signal)
+        # the child the idle fast path started for exactly this launch, if any (codex_early.py)
+        early = adopt(launch.argv, launch.env, launch.cwd) if launch.framing == "lines" else None
         try:
-            self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd,
-                                  framing=launch.framing, signal=signal, stall_timeout=self.stall_timeout)
+            self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd, framing=launch.framing,
+                                  signal=signal, stall_timeout=self.stall_timeout, process=early)
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"
@@ -157,7 +162,13 @@ class CodexAppServerDriver(AgentDriver):
         self.source.provider_version = match.group(1) if match else None
 
     def stop(self) -> None:
+        self.listing.reset()
         self._transport.stop()
+
+    def list_ahead(self) -> None:
+        """Begin listing now, before the collection asks (`sync`'s early start, once the
+        observation sequence is allocated): the first pages are made while it sets up."""
+        self.listing.start()
 
     @property
     def transport(self) -> JsonRpcTransport:
@@ -170,9 +181,28 @@ class CodexAppServerDriver(AgentDriver):
         return self.begin_list_sessions(cursor)()
 
     def begin_list_sessions(self, cursor: str | None = None) -> Callable[[], SessionPage]:
-        """Ask for the page at `cursor` now; the returned call waits for it. Codex answers
-        a request while others are outstanding (reads included, each with its own
-        answer), so the collection asks for page N+1 as soon as page N has named it."""
+        """Ask for the page at `cursor` now (unless it was asked ahead); the returned call
+        waits for it. Codex answers a request while others are outstanding (reads
+        included, each with its own answer), so each page is asked as soon as the one
+        before it is answered, within a budget (codex_list_ahead.py)."""
+        page = self.listing.begin(cursor)
+
+        def take() -> SessionPage:
+            try:
+                result = self._call_result("thread/list", page.pending)
+            finally:
+                self.listing.taken(page)
+            archived, owned = page.context
+            sessions = [
+                summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
+                for thread in result.get("data") or []
+                if isinstance(thread, dict) and thread.get("id")
+            ]
+            return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+
+        return take
+
+    def _ask_page(self, cursor: str | None) -> AskedPage:
         archived, provider_cursor = parse_cursor(cursor)
         owned = self._owned_threads()  # captured before the call, as for a read
         pending = self._begin_call("thread/list", {
@@ -184,17 +214,7 @@ class CodexAppServerDriver(AgentDriver):
             "modelProviders": [],  # empty = every provider; omitted = only the configured one
             "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
         })
-
-        def take() -> SessionPage:
-            result = self._call_result("thread/list", pending)
-            sessions = [
-                summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
-                for thread in result.get("data") or []
-                if isinstance(thread, dict) and thread.get("id")
-            ]
-            return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
-
-        return take
+        return AskedPage(cursor, pending, (archived, owned))
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
         return self.read_session_sized(native_session_id)[0]
@@ -372,6 +392,11 @@ class CodexAppServerDriver(AgentDriver):
         if method in DECLINES:
             return DECLINES[method]
         raise RpcError(-32601, f"{method} is not supported by agentctl")
+
+
+def _page_follows(page: AskedPage, result: Any) -> str | None:
+    """The cursor after an answered page (None after the last)."""
+    return next_cursor(page.context[0], result.get("nextCursor")) if isinstance(result, dict) else None
 
 
 def _lost(exc: TransportClosed, what: str) -> CommandExecutionResult:

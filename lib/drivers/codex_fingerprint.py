@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lib.drivers.base import InventoryFingerprint
+from lib.drivers.codex_early import take_fingerprint
 from lib.drivers.codex_home_files import (
     DATABASE_PREFIXES,
     DATABASE_SUFFIXES,
@@ -63,7 +64,9 @@ def codex_inventory_fingerprint(
     program = find_codex_program(plan["codexBin"], environ)
     if program is None:
         return None  # the listing reports that; nothing to compare
-    taken = home_digest(program, plan["home"], plan["databases"])
+    # taken before the idle fast path started this home's Codex (codex_early.py), else now
+    taken = take_fingerprint(program, plan["home"], plan["databases"]) or home_digest(
+        program, plan["home"], plan["databases"])
     if taken is None:
         return None
     return InventoryFingerprint(digest=taken.digest, files=taken.files, newest_change_ns=taken.newest_change_ns,
@@ -75,7 +78,10 @@ def fingerprint_plan(config: AgentSourceConfig, environ: Mapping[str, str]) -> d
     by, the home and the databases' directory (absolute). None when what Codex reads
     cannot be told from here (an explicit command, proxy mode, an unreadable config.toml).
     Kept beside the fingerprints for the idle fast path, which takes the same digest
-    from it (the environment and the configuration being the same)."""
+    from it (the environment and the configuration being the same), and, under `launch`
+    for a `stdio` source without `env`, starts Codex from it when the home changed
+    (codex_early.py; no environment value is kept, only the working directory and the
+    CODEX_HOME the configuration sets)."""
     if config.command or config.codex_transport == "proxy":
         return None
     env = child_environment(config, environ)
@@ -84,7 +90,11 @@ def fingerprint_plan(config: AgentSourceConfig, environ: Mapping[str, str]) -> d
     databases = database_directory(home, env, base)
     if databases is None:
         return None
-    return {"codexBin": config.codex_bin, "home": str(home), "databases": str(databases)}
+    plan: dict[str, Any] = {"codexBin": config.codex_bin, "home": str(home), "databases": str(databases)}
+    if config.codex_transport == "stdio" and not config.env:
+        # what the fast path needs to start this Codex as the driver would (codex_early.py)
+        plan["launch"] = {"cwd": config.cwd, "codexHome": env.get("CODEX_HOME") if config.codex_home else None}
+    return plan
 
 
 def database_directory(home: Path, env: Mapping[str, str], base: Path) -> Path | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lib.drivers import child_process
 from lib.drivers.base import CancelSignal
@@ -39,7 +39,14 @@ from lib.drivers.child_channels import (
     report_provider_output,
 )
 from lib.drivers.child_input import ChildInput, WriteCancelled
-from lib.drivers.child_output import LineTooLong, OutputMeter, Stalled, StallWatch, size_text
+from lib.drivers.child_output import (
+    LineTooLong,
+    OutputMeter,
+    Stalled,
+    StallWatch,
+    WebSocketError,
+    size_text,
+)
 from lib.drivers.jsonrpc_messages import (
     Message,
     RpcError,
@@ -49,8 +56,10 @@ from lib.drivers.jsonrpc_messages import (
     predicate_matches,
 )
 from lib.drivers.jsonrpc_run import Run, Slot, wait_for
-from lib.drivers.websocket_pipe import WebSocketError
 from lib.types import DEFAULT_MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    import subprocess
 
 Framing = Literal["lines", "websocket"]
 ServerRequestHandler = Callable[[str, Any], Any]
@@ -85,12 +94,16 @@ class JsonRpcTransport:
         framing: Framing = "lines",
         signal: CancelSignal | None = None,
         stall_timeout: float | None = None,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         """Spawn the child and open its channel; stops any earlier run first. With
         `stall_timeout`, a channel that opens with nothing from the child (a WebSocket
-        upgrade never answered) for that long fails `provider-stalled`."""
+        upgrade never answered) for that long fails `provider-stalled`. `process`: a
+        child already spawned as `child_process.spawn` spawns it, with this launch
+        (one the idle fast path started early, lib/drivers/codex_early.py)."""
         self.stop()
-        process = child_process.spawn(argv, env, cwd)
+        if process is None:
+            process = child_process.spawn(argv, env, cwd)
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
         child_input = ChildInput(process.stdin)
         meter = OutputMeter(process.stdout)

@@ -20,16 +20,12 @@ from wsproto import ConnectionType, WSConnection, events
 from wsproto.connection import ConnectionState
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from lib.drivers.child_output import LineTooLong
+from lib.drivers.child_output import LineTooLong, WebSocketError
 
 _READ_SIZE = 65536
 # wsproto reports a frame it cannot parse as a CloseConnection event without leaving these
 # states; a close frame the peer really sent moves it to REMOTE_CLOSING or CLOSED.
 _NOT_CLOSED_BY_PEER = (ConnectionState.OPEN, ConnectionState.LOCAL_CLOSING)
-
-
-class WebSocketError(Exception):
-    """The peer broke the WebSocket protocol or refused the upgrade."""
 
 
 class WebSocketPipe:

@@ -32,14 +32,19 @@ class DriverPool:
         self._lock = threading.Lock()  # the stopped flag, against an early start finishing
         self._stopped = False
 
-    def start_early(self, source_ids: Iterable[str]) -> None:
+    def start_early(self, source_ids: Iterable[str], *, list_ahead: Iterable[str] = ()) -> None:
         """Begin starting these sources' drivers now, so a provider's start-up (Codex:
         about 0.1 to 0.4 s to its `initialize` answer) overlaps what the caller does
         before it needs them. Each driver is made here (its modules imported: Python work
         a thread would only contend for) and started on a thread of its own (mostly
         waiting on the child). `get` waits for the start and gives what a start on its
         own thread would have: the driver, the remembered DriverError, or any other
-        failure raised."""
+        failure raised.
+
+        The sources in `list_ahead` also begin listing as soon as they are started (a
+        driver with `list_ahead`, Codex's), so the provider makes the first pages while
+        the caller sets up; the caller must have allocated their observation sequences."""
+        listing = set(list_ahead)
         for source_id in source_ids:
             if self._stopped or source_id in self._drivers or source_id in self._early:
                 continue
@@ -51,14 +56,17 @@ class DriverPool:
                 early.outcome = exc
                 early.done.set()
                 continue
-            threading.Thread(target=self._start, args=(driver, early), daemon=True,
+            threading.Thread(target=self._start, args=(driver, early, source_id in listing), daemon=True,
                              name=f"start of source {source_id}").start()
 
-    def _start(self, driver: AgentDriver, early: _EarlyStart) -> None:
+    def _start(self, driver: AgentDriver, early: _EarlyStart, list_ahead: bool = False) -> None:
         outcome: AgentDriver | DriverError | BaseException
         try:
             driver.start()
             outcome = driver
+            begin = getattr(driver, "list_ahead", None) if list_ahead else None
+            if begin is not None:
+                begin()  # asks for nothing it cannot take back: a page never taken is dropped
         except BaseException as exc:  # noqa: BLE001 -- given by `get`, on the caller's thread
             outcome = exc
         with self._lock:

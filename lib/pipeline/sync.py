@@ -54,7 +54,10 @@ def run_sync(
     before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
     idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
+        from lib.drivers import codex_early
         from lib.pipeline.idle_answer import idle_records
+
+        codex_early.discard()  # a Codex the fast path started is not needed after all
 
         records = idle_records(unchanged, source_ids, idle)
         for record in records:
@@ -62,8 +65,11 @@ def run_sync(
         if idle_answer is not None:
             idle_answer.keep(before, unchanged, records)
         return sink
+    sequences: dict[str, int] = {}
     if start_early:  # each fingerprint is taken (check) before its provider starts
-        drivers.start_early(source_id for source_id in source_ids if not unchanged.check(source_id).unchanged)
+        listed = [source_id for source_id in source_ids if not unchanged.check(source_id).unchanged]
+        sequences = early_sequences(target, source_ids, listed)
+        drivers.start_early(listed, list_ahead=sequences)
     # the stages, the read-ahead and the runner: not imported by an idle sync
     from lib.pipeline.build import publish_stage
     from lib.pipeline.read_ahead import ReadAhead
@@ -72,11 +78,15 @@ def run_sync(
     ahead = ReadAhead()  # the next session is read while this one is published
     stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
                           read_ahead=ahead)
-    inventory = ahead.feed(inventory_records(target, drivers, source_ids, signal=signal, unchanged=unchanged))
+    inventory = ahead.feed(inventory_records(target, drivers, source_ids, signal=signal, unchanged=unchanged,
+                                             sequences=sequences))
     watched = PublicationWatch(sink)
     try:
         run_stage(stage, inventory, watched, progress=progress, description="sync")
     finally:
+        from lib.drivers import codex_early
+
+        codex_early.discard()  # one the fast path started and no driver took (another launch)
         if close_drivers:
             drivers.close()
     unchanged.published(watched.publication)
@@ -106,14 +116,29 @@ def keep_next_idle_answer(
     idle_answer.keep(before, fresh, idle_records(fresh, source_ids, idle))
 
 
+def early_sequences(target: FabricTarget, source_ids: list[str], listed: list[str]) -> dict[str, int]:
+    """The observation sequences of the listed sources that lead `source_ids` (up to the
+    first unchanged one), allocated now, in order, so their providers may list from the
+    moment they start (every listing still follows its sequence). A source after an
+    unchanged one allocates when it is listed, as before: the unchanged one allocates
+    its own first, so every source gets the number it always got."""
+    sequences: dict[str, int] = {}
+    for source_id in source_ids:
+        if source_id not in listed:
+            break
+        sequences[source_id] = target.begin_session_observation()
+    return sequences
+
+
 def inventory_records(
     target: FabricTarget, drivers: DriverPool, source_ids: list[str], *, signal: SignalSource = None,
-    unchanged: UnchangedSources | None = None,
+    unchanged: UnchangedSources | None = None, sequences: dict[str, int] | None = None,
 ) -> Iterator[Item]:
     """Every source's inventory records, in order; a source that cannot start is one
     error record (stage `start`), and the publication keeps its sessions. A source
     whose home is unchanged since its last complete sync is neither started nor listed
-    (lib/pipeline/unchanged_sources.py)."""
+    (lib/pipeline/unchanged_sources.py). `sequences`: observation sequences allocated
+    before the listing began (`early_sequences`)."""
     from lib.pipeline.listing import list_source
 
     for source_id in source_ids:
@@ -128,8 +153,10 @@ def inventory_records(
                                source_id=source_id)
             continue
         # The observation sequence is allocated before the first provider call.
+        sequence = (sequences or {}).get(source_id)
         yield from list_source(
-            driver, target.begin_session_observation(), target.observation_origin(), signal=signal
+            driver, target.begin_session_observation() if sequence is None else sequence,
+            target.observation_origin(), signal=signal
         )
 
 

@@ -180,3 +180,60 @@ def test_a_pool_stopped_after_an_early_start_ended_stops_that_driver_though_neve
     pool.stop_all()
     assert not driver.transport.running
     pool.close()
+
+
+def test_sync_allocates_the_observation_sequence_then_codex_lists_from_its_start_thread(home, tmp_path, monkeypatch):
+    """Session 23: the listed source's sequence is allocated before its provider starts,
+    so the first thread/list goes out on the start thread right after `initialize`, while
+    the stages are set up; every listing still follows its sequence."""
+    from lib.fabric.target import FabricTarget
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[sources.codex]\ndriver = "codex-app-server"\ncodexHome = "{home}"\n'
+                      f'codexBin = "{CODEX_BIN}"\n')
+    workspace = Workspace(state_dir=str(tmp_path / "state"), config_path=str(config))
+    events: list[tuple[str, str]] = []
+    real_sequence = FabricTarget.begin_session_observation
+    sequences: list[int] = []
+
+    def begin_session_observation(self):  # noqa: ANN001, ANN202
+        sequences.append(real_sequence(self))
+        events.append(("sequence", threading.current_thread().name))
+        return sequences[-1]
+
+    class Recorded(CodexAppServerDriver):
+        def _ask_page(self, cursor):  # noqa: ANN001, ANN202
+            events.append(("list", threading.current_thread().name))
+            return super()._ask_page(cursor)
+
+    monkeypatch.setattr(FabricTarget, "begin_session_observation", begin_session_observation)
+    sink = Records()
+    with DriverPool(lambda source_id: Recorded(workspace.source_config(source_id))) as drivers:
+        run_sync(workspace, ["codex"], sink, drivers=drivers, close_drivers=True, start_early=True)
+    workspace.close()
+
+    names = [name for name, _thread in events]
+    assert names.count("sequence") == 1
+    assert names.index("sequence") < names.index("list"), "the sequence comes before the first provider call"
+    assert events[names.index("list")][1] == "start of source codex"
+    (source,) = [item for item in sink.items if kind_of(item) == "source"]
+    assert source["observationSequence"] == sequences[0]
+    (publication,) = [item for item in sink.items if kind_of(item) == "publication"]
+    assert publication["sessionCount"] == len(demo_threads())
+    assert publication["sources"][0]["inventoryComplete"] is True
+
+
+def test_early_sequences_stop_at_the_first_unchanged_source_so_every_number_is_the_one_it_was():
+    from lib.pipeline.sync import early_sequences
+
+    class Target:
+        next = 7
+
+        def begin_session_observation(self) -> int:
+            self.next += 1
+            return self.next
+
+    target = Target()
+    assert early_sequences(target, ["a", "b", "c"], ["a", "c"]) == {"a": 8}  # "b" allocates before "c"
+    assert early_sequences(target, ["a", "b"], ["a", "b"]) == {"a": 9, "b": 10}
+    assert early_sequences(target, ["a", "b"], ["b"]) == {}
