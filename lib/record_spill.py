@@ -1,0 +1,48 @@
+"""Small records held until a later step, kept in an unlinked private temporary file
+instead of memory, and read back in the order they were added (issue 14 goal 4).
+
+A sync holds something per session until its one index commit (the `published`
+records wait for it: publish_stage.py). Held as Python objects, 25,000 sessions kept
+25,000 small objects alive that pinned the allocator's arenas; appended here they cost
+a few bytes of buffer. Records are marshal-able values (tuples of str, int, None);
+the file (0600, gone when closed or when the process ends) is made on the first add.
+"""
+
+from __future__ import annotations
+
+import marshal
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+_BUFFER = 64 * 1024  # bytes a write or a read moves at a time
+
+
+class RecordSpill:
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, record: Any) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="agentctl-records-", buffering=_BUFFER)
+        marshal.dump(record, self._file)
+        self._count += 1
+
+    def __iter__(self) -> Iterator[Any]:
+        """Every record in the order added (the file stays: iterate again, or clear)."""
+        if self._file is None:
+            return
+        self._file.flush()
+        with open(self._file.fileno(), "rb", buffering=_BUFFER, closefd=False) as reader:
+            for _ in range(self._count):
+                yield marshal.load(reader)
+
+    def clear(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._count = 0
