@@ -207,6 +207,7 @@ class SourceStream(Iterator[StreamItem]):
         retain: RetainPredicate | None = None,
         *,
         listing_limit: int = LISTING_LIMIT,
+        keep_retained: bool = True,
     ) -> None:
         self.driver = driver
         self.source_id = driver.source.id
@@ -214,6 +215,10 @@ class SourceStream(Iterator[StreamItem]):
         self._signal = signal
         self.outcome = self.reads.outcome
         self.retained: list[SessionSummary] = []
+        # False: a consumer that takes each retained summary from its item (the list
+        # stage) keeps none here: 25,000 summaries with their raw metadata were most of
+        # what a sync's memory grew by per session (issue 14 goal 4, session 23)
+        self._keep_retained = keep_retained
         self.finished = False
         self._listing_limit = listing_limit
         self._seen_ids: set[str] = set()
@@ -313,7 +318,7 @@ class SourceStream(Iterator[StreamItem]):
         self.outcome.listed += 1
         self.outcome.listed_session_ids.append(session_id)
         item = self.reads.take(summary)
-        if item.kind == "retained":
+        if item.kind == "retained" and self._keep_retained:
             self.retained.append(summary)
         # once the consumer drops the item, nothing here keeps the snapshot
         yield item
@@ -339,9 +344,11 @@ def stream_source(
     retain: RetainPredicate | None = None,
     *,
     listing_limit: int = LISTING_LIMIT,
+    keep_retained: bool = True,
 ) -> SourceStream:
-    """Collect one source lazily; see `SourceStream`."""
-    return SourceStream(driver, signal, retain, listing_limit=listing_limit)
+    """Collect one source lazily; see `SourceStream`. With `keep_retained=False` the
+    stream's `retained` stays empty (each retained summary is only in its item)."""
+    return SourceStream(driver, signal, retain, listing_limit=listing_limit, keep_retained=keep_retained)
 
 
 def collect_source(

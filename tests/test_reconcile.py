@@ -381,3 +381,20 @@ def test_a_materialised_collection_carries_the_source_descriptor_at_its_end():
     assert collected.source.id == "scripted"
     assert collected.source.capabilities.modes == ["plan"]
     assert collected.source is not driver.source
+
+
+def test_a_stream_that_keeps_no_retained_summaries_yields_them_and_lets_each_go_once_dropped():
+    driver = paged(["a", "b"], ["c", "d"])
+    stream = stream_source(driver, retain=lambda _summary: True, keep_retained=False)
+    gone: list[weakref.ref[SessionSummary]] = []
+    ids = []
+    for item in stream:
+        assert item.kind == "retained" and item.summary is not None
+        ids.append(item.summary.native_session_id)
+        gone.append(weakref.ref(item.summary))
+        del item
+    gc.collect()
+    assert ids == ["a", "b", "c", "d"]
+    assert stream.retained == []
+    assert stream.outcome.listed_session_ids == ["a", "b", "c", "d"] and stream.outcome.retained == 4
+    assert all(ref() is None for ref in gone)  # nothing in the stream (or the driver's pages) holds them

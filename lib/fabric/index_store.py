@@ -10,7 +10,7 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import StoredPreviews, unpacked_row
+from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
@@ -67,6 +67,16 @@ class PriorIndex:
     # root cell -> the value this process committed there (not read back: a refresh
     # that changes nothing compares its roots with these, commit_indexes)
     roots: dict[str, Any] = field(default_factory=dict, compare=False)
+    # rows and row_links still to be made from a commit's own values (_committed): a
+    # one-shot sync never reads them back, so it makes no second object per row
+    pending: Callable[[PriorIndex], None] | None = field(default=None, compare=False, repr=False)
+
+    def ready(self) -> PriorIndex:
+        """This prior with its rows made (when a commit left them to be made)."""
+        if self.pending is not None:
+            make, self.pending = self.pending, None
+            make(self)
+        return self
 
 
 def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, Any]:
@@ -86,6 +96,8 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     used instead of reading and hydrating every row again: a session refresh after a
     command then costs what its own session costs, not what the whole index does."""
     committed: PriorIndex | None = target.committed.get(cells.all)
+    if committed is not None:
+        committed.ready()
     # since the newest of its versions: its commit saw the other cells at theirs
     if committed is not None and not changed_since(
         target, max(committed.versions.values()),
@@ -136,6 +148,24 @@ def _copy(prior: PriorIndex) -> PriorIndex:
 
 
 ROW_BATCH = 256  # index rows planned (and, when nothing links them yet, written) at a time
+# ... and at most about this many bytes of their spilled previews: a group's cells are
+# staged (texts, then the transaction's buffer) before they are written, and rows with
+# large previews made a 256-row group several megabytes (session 23)
+GROUP_BYTES = 1 << 20
+
+
+def row_groups(rows: Sequence[Mapping[str, Any]]) -> Iterator[Sequence[Mapping[str, Any]]]:
+    """`rows` in order, in groups of at most ROW_BATCH rows and, beyond a group's first
+    row, at most GROUP_BYTES of spilled previews (packed_previews.spilled_bytes)."""
+    start, size = 0, 0
+    for at, row in enumerate(rows):
+        held = spilled_bytes(row.get(PREVIEWS))
+        if at > start and (at - start >= ROW_BATCH or size + held > GROUP_BYTES):
+            yield rows[start:at]
+            start, size = at, 0
+        size += held
+    if start < len(rows):
+        yield rows[start:]
 
 
 def commit_indexes(
@@ -180,9 +210,9 @@ def commit_indexes(
     pending = [r for r in complete["sessions"] if r["key"] not in links]
     planning = {r["key"] for r in pending}
     pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
-    for start in range(0, len(pending), ROW_BATCH):
+    for group in row_groups(pending):
         # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
-        direct, rest = direct_rows(pending[start : start + ROW_BATCH], array_scope, linked)
+        direct, rest = direct_rows(group, array_scope, linked)
         for row in direct:
             links[row.key] = row.link
         early: list[PlannedCell] = []
@@ -264,20 +294,25 @@ def _committed(
     cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
 ) -> PriorIndex:
     """What `read_prior` would read back right after this commit (each row's previews
-    now read from its committed cell: the publication's spill goes with it)."""
-    links = graph.root.value["sessions"]
-    rows = {
-        row["key"]: _with_stored_previews(target, packed(row), link)
-        for row, link in zip(complete["sessions"], links, strict=True)
-    }
+    now read from its committed cell: the publication's spill goes with it). Its rows
+    are made when first read (PriorIndex.ready): until then only the commit's own
+    list of rows and of links is kept."""
+    sessions, links = complete["sessions"], graph.root.value["sessions"]
+
+    def make(prior: PriorIndex) -> None:
+        prior.rows = {
+            row["key"]: _with_stored_previews(target, packed(row), link)
+            for row, link in zip(sessions, links, strict=True)
+        }
+        prior.row_links = {row["key"]: link for row, link in zip(sessions, links, strict=True)}
+
     return PriorIndex(
-        rows=rows,
         sources=list(complete["sources"]),
         checkouts=list(complete["checkouts"]),
         generation=complete["generation"],
         versions={cells.all: seq, cells.recent: seq, cells.ordering: seq},
         ordering=ordering,
-        row_links={row["key"]: link for row, link in zip(complete["sessions"], links, strict=True)},
+        pending=make,
     )
 
 

@@ -179,6 +179,13 @@ def packed_row(row: dict[str, Any], spill: PreviewSpill | None = None) -> dict[s
     return row
 
 
+def spilled_bytes(previews: Any) -> int:
+    """Bytes a row's previews take in the spill (what reading them back stages), else 0."""
+    if type(previews) is PreviewCells or type(previews) is SpilledPreviews:
+        return previews._length
+    return 0
+
+
 def unpacked_row(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The plain row (a copy when its previews were a stand-in or it is not a dict, a
     packed row (packed_rows.py), else `row` itself)."""

@@ -9,8 +9,10 @@ about 6 KB per session. A `PackedRow` keeps the row's fields as one block (JSON 
 orjson, links tagged; pickle for what JSON cannot hold exactly) appended to an unlinked
 private temporary file, its previews as the lazy stand-in they already were
 (packed_previews.py), and in memory only what every rule reads of every row: the key,
-the status and the order fields (sourceId and status shared between rows), and the
-gitWorktreeRoot the commit reads of every live row for the checkout rows.
+the status and sourceId (shared between rows), and the gitWorktreeRoot the commit reads
+of every live row for the checkout rows. The order fields (updatedAt, createdAt) are
+read from the block when the index is ordered (session 23: two strings a row, and their
+entries in the interned table, were most of what a held row kept in memory).
 
 It is a read-only Mapping with the row's exact fields in their order: the rules read it
 as a dict, `plain()` / `dict(row)` give the plain row back (its previews still the
@@ -42,19 +44,16 @@ _NO_PREVIEWS = object()
 _ABSENT = object()  # a held field the row does not have
 # the fields every rule reads of every row, held beside the block (the commit reads
 # every live row's gitWorktreeRoot for the checkout rows: held, no block is decoded)
-_HELD = {"key": "key", "status": "status", "sourceId": "source_id", "updatedAt": "updated_at",
-         "createdAt": "created_at", "gitWorktreeRoot": "worktree"}
+_HELD = {"key": "key", "status": "status", "sourceId": "source_id", "gitWorktreeRoot": "worktree"}
 _MAX_INT = 2**63
 
 
 class PackedRow(Mapping[str, Any]):
-    __slots__ = ("key", "status", "source_id", "updated_at", "created_at", "worktree", "_file", "_at", "_previews")
+    __slots__ = ("key", "status", "source_id", "worktree", "_file", "_at", "_previews")
 
     key: str
     status: Any  # each held field's value, or _ABSENT
     source_id: Any
-    updated_at: Any
-    created_at: Any
     worktree: Any
 
     def __init__(self, row: Mapping[str, Any]) -> None:
@@ -70,8 +69,6 @@ class PackedRow(Mapping[str, Any]):
         self.key = _shared(fields["key"])
         self.status = _shared(fields.get("status", _ABSENT))
         self.source_id = _shared(fields.get("sourceId", _ABSENT))
-        self.updated_at = _shared(fields.get("updatedAt", _ABSENT))
-        self.created_at = _shared(fields.get("createdAt", _ABSENT))
         self.worktree = _shared(fields.get("gitWorktreeRoot", _ABSENT))
 
     def with_previews(self, previews: Any) -> PackedRow:

@@ -23,7 +23,8 @@ def list_source(
     yield first
     # The inventory rules (repeated cursors, repeats, the listing limit) live in the
     # collection stream; retaining every summary walks the inventory without reading.
-    stream = stream_source(driver, signal, retain=lambda _summary: True)
+    # Each summary leaves with its item: the stream keeps none (memory flat in sessions).
+    stream = stream_source(driver, signal, retain=lambda _summary: True, keep_retained=False)
     for item in stream:
         if item.kind == "retained" and item.summary is not None:
             yield SummaryItem("summary", driver.source.id, item.summary)  # a record when it leaves

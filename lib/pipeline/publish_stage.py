@@ -22,6 +22,7 @@ from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
 from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
 from lib.prepare import PreparedSession
+from lib.record_spill import RecordSpill
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
 
@@ -127,8 +128,9 @@ class PublishStage:
         # `published` records wait for the commit: a session is published only once the
         # index that reaches it is committed (a failed commit publishes nothing). Small
         # (key, action, status), like the index rows the publication holds anyway.
-        # Held as (key, action, status) tuples, the record made when it is yielded.
-        self._published: list[tuple[str, str, str | None]] = []
+        # Held as (key, action, status) tuples, the record made when it is yielded, in
+        # a spill file (record_spill.py): nothing per session stays in memory for them.
+        self._published = RecordSpill()
 
     @property
     def publication(self) -> Publication:
@@ -198,7 +200,7 @@ class PublishStage:
             )
 
     def _hold(self, outcome: PublishedOutcome) -> None:
-        self._published.append((outcome.key, outcome.action, outcome.status))
+        self._published.add((outcome.key, outcome.action, outcome.status))
 
     def _source(self, data: dict[str, Any]) -> Iterator[Item]:
         descriptor = SourceDescriptor.model_validate(data.get("source"))

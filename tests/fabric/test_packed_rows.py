@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from lib.fabric.packed_previews import PackedPreviews, StoredPreviews, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed, plain_row
 from lib.fabric.values import Link
@@ -127,3 +129,14 @@ def test_a_row_and_the_commit_rules_agree_on_a_packed_row():
     gone = idx.deleted(held, "2026-02-01T00:00:00Z")
     assert gone["status"] == "deleted" and gone["deletedAt"] == "2026-02-01T00:00:00Z"
     assert idx.is_live(held) and idx.row_order(held) == idx.row_order(_row())
+
+
+def test_a_packed_row_keeps_only_its_key_status_source_and_worktree_in_memory():
+    # fresh string objects (not interned constants): a held reference would raise their count
+    updated, created, title = ("2026-01-05T10:00:00." + "0" * 3 + "Z")[:], "".join(["2026-01-05T", "09:00:00Z"]), \
+        "".join(["a ", "title"])
+    counts = [sys.getrefcount(s) for s in (updated, created, title)]
+    row = PackedRow(_row(updatedAt=updated, createdAt=created, title=title))
+    assert [sys.getrefcount(s) for s in (updated, created, title)] == counts
+    assert (row["updatedAt"], row["createdAt"], row["title"]) == (updated, created, title)  # from the block
+    assert set(PackedRow.__slots__) == {"key", "status", "source_id", "worktree", "_file", "_at", "_previews"}
