@@ -27,13 +27,14 @@ committed only after `flush`.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from lib.fabric import values
 from lib.fabric.graph_plan import PlannedGraph
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from lib.fabric.session_graph import GraphTarget
 
 MAX_BYTES = 4 * 2**20  # characters of value text staged before a commit
@@ -50,6 +51,9 @@ def _stored_forms_worker() -> ThreadPoolExecutor:
     global _worker
     with _worker_lock:
         if _worker is None:
+            # imported here: an idle sync imports this module and never commits a graph
+            from concurrent.futures import ThreadPoolExecutor
+
             _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentctl-stored-forms")
         return _worker
 
@@ -147,6 +151,8 @@ class _Sealed:
         self, target: GraphTarget, taken: tuple[list[str], list[str], set[str]], *, background: bool
     ) -> None:
         self.ids, self.texts, self.roots = taken
+        from concurrent.futures import Future
+
         make = target.store.stored_forms
         self._future: Future[list[str | bytes] | None]
         if background:
