@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,23 +15,10 @@ import pytest
 from lib.drivers.codex_app_server import CodexAppServerDriver
 from lib.reconcile import stream_source
 from lib.types import AgentSourceConfig
-from tests.support.codex_home import (
-    FixtureThread,
-    FixtureTurn,
-    demo_threads,
-    make_codex_home,
-    uuid7_like,
-)
+from tests.support.codex_home import demo_threads, make_codex_home, many_threads
 
 WHEN = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-THREADS = [*demo_threads()] + [
-    FixtureThread(
-        id=uuid7_like(900 + n, WHEN + timedelta(minutes=n)),
-        created_at=WHEN + timedelta(minutes=n),
-        turns=(FixtureTurn(id=uuid7_like(950 + n, WHEN), user=f"question {n}", agent=f"answer {n}"),),
-    )
-    for n in range(7)
-]
+THREADS = [*demo_threads(), *many_threads(7, start=WHEN, turns=1)]
 HANG_GUARD = 60.0  # seconds: only a hang fails on it
 
 
