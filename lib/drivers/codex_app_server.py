@@ -33,10 +33,10 @@ from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
 from lib.drivers.codex_launch import plan_launch, start_daemon
 from lib.drivers.codex_list_ahead import AskedPage, ListAhead
 from lib.drivers.codex_threads import (
-    next_cursor,
-    parse_cursor,
+    list_params,
+    page_follows,
+    page_from_list,
     snapshot_from_read,
-    summary_from_thread,
 )
 from lib.drivers.jsonrpc_messages import RpcError, TransportClosed
 from lib.types import (
@@ -55,10 +55,6 @@ if TYPE_CHECKING:
 
     from lib.drivers.jsonrpc_transport import JsonRpcTransport, PendingCall
 
-SOURCE_KINDS = [
-    "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
-    "subAgentThreadSpawn", "subAgentOther", "unknown",
-]
 PAGE_SIZE = 100  # the most one thread/list returns
 NO_TURNS_YET = "list_turns is not supported yet"
 # The source setting to change when a fault bound stops a provider that was merely slow or big.
@@ -107,7 +103,7 @@ class CodexAppServerDriver(AgentDriver):
         self.stall_timeout = config.stall_timeout_seconds
         self._lock = threading.Lock()
         self._prompts: dict[str, _Prompt] = {}
-        self.listing = ListAhead(self._ask_page, _page_follows)  # pages asked ahead (codex_list_ahead.py)
+        self.listing = ListAhead(self._ask_page, lambda page, result: page_follows(page.context[0], result))  # pages asked ahead (codex_list_ahead.py)
 
     @classmethod
     def initial_capabilities(cls) -> DriverCapabilities:
@@ -193,27 +189,14 @@ class CodexAppServerDriver(AgentDriver):
             finally:
                 self.listing.taken(page)
             archived, owned = page.context
-            sessions = [
-                summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
-                for thread in result.get("data") or []
-                if isinstance(thread, dict) and thread.get("id")
-            ]
-            return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+            return page_from_list(result, archived=archived, owned=owned)
 
         return take
 
     def _ask_page(self, cursor: str | None) -> AskedPage:
-        archived, provider_cursor = parse_cursor(cursor)
+        archived, params = list_params(cursor, self.page_size)
         owned = self._owned_threads()  # captured before the call, as for a read
-        pending = self._begin_call("thread/list", {
-            "limit": self.page_size,
-            "cursor": provider_cursor,
-            "archived": archived,
-            "sortKey": "created_at",
-            "sortDirection": "desc",
-            "modelProviders": [],  # empty = every provider; omitted = only the configured one
-            "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
-        })
+        pending = self._begin_call("thread/list", params)
         return AskedPage(cursor, pending, (archived, owned))
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
@@ -392,11 +375,6 @@ class CodexAppServerDriver(AgentDriver):
         if method in DECLINES:
             return DECLINES[method]
         raise RpcError(-32601, f"{method} is not supported by agentctl")
-
-
-def _page_follows(page: AskedPage, result: Any) -> str | None:
-    """The cursor after an answered page (None after the last)."""
-    return next_cursor(page.context[0], result.get("nextCursor")) if isinstance(result, dict) else None
 
 
 def _lost(exc: TransportClosed, what: str) -> CommandExecutionResult:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lib.drivers.base import DriverError
 from lib.git_context import sanitize_remote_url
-from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary, preview
+from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionPage, SessionSummary, preview
 
 ACTIVE_PREFIX = "active:"
 ARCHIVED_PREFIX = "archived:"
@@ -49,6 +49,42 @@ def next_cursor(archived: bool, provider_cursor: str | None) -> str | None:
     if provider_cursor:
         return (ARCHIVED_PREFIX if archived else ACTIVE_PREFIX) + provider_cursor
     return None if archived else ARCHIVED_START
+
+
+SOURCE_KINDS = [
+    "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
+    "subAgentThreadSpawn", "subAgentOther", "unknown",
+]
+
+
+def list_params(cursor: str | None, page_size: int) -> tuple[bool, dict[str, Any]]:
+    """Whether our `cursor` lists archived threads, and the `thread/list` parameters of its page."""
+    archived, provider_cursor = parse_cursor(cursor)
+    return archived, {
+        "limit": page_size,
+        "cursor": provider_cursor,
+        "archived": archived,
+        "sortKey": "created_at",
+        "sortDirection": "desc",
+        "modelProviders": [],  # empty = every provider; omitted = only the configured one
+        "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
+    }
+
+
+def page_from_list(result: dict[str, Any], *, archived: bool, owned: set[str]) -> SessionPage:
+    """A `thread/list` answer as a page of summaries (`owned`: threads this driver is
+    running a turn in, taken before the request)."""
+    sessions = [
+        summary_from_thread(thread, archived=archived, active_override=thread.get("id") in owned)
+        for thread in result.get("data") or []
+        if isinstance(thread, dict) and thread.get("id")
+    ]
+    return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
+
+
+def page_follows(archived: bool, result: Any) -> str | None:
+    """Our cursor after an answered `thread/list` page (None after the last)."""
+    return next_cursor(archived, result.get("nextCursor")) if isinstance(result, dict) else None
 
 
 def iso_time(value: Any) -> str | None:

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lib.drivers.codex_app_server import PAGE_SIZE, SOURCE_KINDS, CodexAppServerDriver
+from lib.drivers.codex_app_server import PAGE_SIZE, CodexAppServerDriver
+from lib.drivers.codex_threads import SOURCE_KINDS
 from lib.types import AgentSourceConfig
 from tests.bench.measure import clock
 from tests.support.codex_home import make_codex_home, many_threads
