@@ -50,6 +50,8 @@ CREATE TABLE IF NOT EXISTS sequences (
 );
 """
 
+# a row for a cell that has none (a conflict is an IntegrityError: sqlite_store's fresh rows)
+INSERT = "INSERT INTO documents (space_id, cell_id, seq, labels_id, value) VALUES (?, ?, ?, ?, ?)"
 UPSERT = (
     "INSERT INTO documents (space_id, cell_id, seq, labels_id, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (space_id, cell_id) DO UPDATE SET "

@@ -34,14 +34,15 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import stored_values, value_decoding
-from lib.fabric.cell_keys import cell, in_key_order, key, keys
-from lib.fabric.commit_rules import CommitPlan, Row, resolve_commit
+from lib.fabric.cell_keys import cell, key, keys
+from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_connections import connect, failure, initialize, write_transaction
 from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.sqlite_labels import LabelRows
+from lib.fabric.sqlite_rows_out import RowExists, RowsOut, fresh_writes
 from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
 from lib.fabric.store_errors import StoreError
@@ -311,34 +312,34 @@ class SQLiteStore(Store):
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)
+        fresh = fresh_writes(plan)
+        if fresh is not None:
+            try:
+                return self._commit_rows(plan, fresh)
+            except RowExists:  # rolled back: the rules' path, in a transaction of its own
+                pass
+        return self._commit_rows(plan, None)
+
+    def _commit_rows(self, plan: CommitPlan, fresh: list[RowWrite] | None) -> int:
+        """Write the plan: `fresh`, its rows if none exists (RowExists, and the
+        transaction rolled back, if one does), else the rows the rules say."""
         new_labels: dict[Labels, int] = {}
         with self._connection() as conn, write_transaction(conn):
             space_id = self._space_id(conn, plan.space, create=True)
             assert space_id is not None
-            rows = self._rows(conn, space_id, plan.cells())
-            writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
-            if not writes:
-                return head
-            seq = head + 1
-            space = plan.space
-            # rows mostly share one Labels object: each object is hashed once, not each row
-            by_object = {id(w.labels): w.labels for w in writes}
-            ids = {labels: self._labels.id_of(conn, labels, new_labels) for labels in set(by_object.values())}
-            label_ids = {at: ids[labels] for at, labels in by_object.items()}
-            keyed = in_key_order(writes)
-            conn.executemany(  # in key order: each B-tree page is visited once
-                UPSERT,
-                (
-                    (space_id, stored_id, seq, label_ids[id(w.labels)],
-                     None if w.text is None
-                     else w.stored if w.stored is not None else stored_values.encode(w.text, space))
-                    for stored_id, w in keyed
-                ),
-            )
-            conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (seq, space_id))
+            rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
+            if fresh is not None:
+                rows_out.insert_fresh(fresh)
+            else:
+                rows = self._rows(conn, space_id, plan.cells())
+                writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
+                if not writes:
+                    return head
+                rows_out.write(UPSERT, writes)
+            conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
         self._labels.committed(new_labels)
-        return seq
+        return head + 1
 
     def _check(self, plan: CommitPlan) -> int:
         """A plan that writes nothing: its checks against one read snapshot (a deferred
