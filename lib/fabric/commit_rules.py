@@ -59,6 +59,8 @@ class CommitPlan:
     require_absent: set[str] = field(default_factory=set)
     require_hash: dict[str, bytes] = field(default_factory=dict)
     ops: dict[str, Op] = field(default_factory=dict)
+    # the writer expects every cell written to be new (Transaction.expect_new_cells)
+    expect_new: bool = False
 
     def cells(self) -> set[str]:
         return set(self.reads) | self.require_absent | set(self.require_hash) | set(self.ops)

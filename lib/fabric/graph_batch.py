@@ -132,6 +132,7 @@ class GraphBatch:
         target = self._target
         labels = target.labels
         tx = target.store.transaction(target.space, target.writer)
+        tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
         write = tx.write
         if stored is None:
             for cell_id, text in zip(sealed.ids, sealed.texts, strict=True):

@@ -1,7 +1,8 @@
 """How the SQLite store writes a commit's rows (sqlite_store.py's `_commit`, inside its
 write transaction): each row's labels id, its stored value, in the primary key's order.
 
-A plan of whole-value writes alone, none of whose cells has a row (a first sync's graph
+A plan whose writer expects its cells new (Transaction.expect_new_cells, set by
+graph_batch.py) of whole-value writes alone, none of whose cells has a row (a first sync's graph
 batches: content-addressed cells known absent), needs nothing read first: the rules
 (commit_rules.resolve_commit) then write every cell, with the labels given or the
 writer's own. `insert_fresh` inserts those rows with a plain INSERT, which stops at
@@ -70,10 +71,11 @@ class RowsOut:
 
 
 def fresh_writes(plan: CommitPlan) -> list[RowWrite] | None:
-    """The rows a plan of whole-value writes alone writes when none of its cells has a
+    """For a plan whose writer expects its cells new (Transaction.expect_new_cells):
+    the rows a plan of whole-value writes alone writes when none of its cells has a
     row (resolve_commit's answer then: nothing read, no precondition, each cell's labels
     those given or the writer's own); None for any other plan."""
-    if plan.reads or plan.require_absent or plan.require_hash:
+    if not plan.expect_new or plan.reads or plan.require_absent or plan.require_hash:
         return None
     owned: Labels | None = None
     writes = []

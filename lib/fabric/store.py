@@ -164,6 +164,12 @@ class Transaction:
         """Remove the cell's value; its labels stay, so only its writers may recreate it."""
         self._open().ops[cell_id] = Delete()
 
+    def expect_new_cells(self) -> None:
+        """A hint, not a check: the caller expects none of the cells it writes to exist
+        (a first sync's graph batch). A backend may then insert without reading their
+        rows first; where one does exist, the commit is the same as without the hint."""
+        self._open().expect_new = True
+
     def require_absent(self, cell_id: str) -> None:
         """Fail the commit when the cell holds a value."""
         self._open().require_absent.add(cell_id)

@@ -1,5 +1,6 @@
-"""SQLiteStore's commit of whole-value writes to cells that have no row (sqlite_rows_out.py):
-inserted without reading the rows first, and the rules applied as before when a row exists."""
+"""SQLiteStore's commit of whole-value writes to cells that have no row, from a writer that
+expects them new (Transaction.expect_new_cells; sqlite_rows_out.py): inserted without
+reading the rows first, and the rules applied as before when a row exists."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ OTHER = "did:key:z6MkOther"
 ROW_READ = "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents"
 
 
-def _commit(store: SQLiteStore, cells: dict[str, object], *, writer: str = ME, labels: Labels | None = None) -> int:
+def _commit(store: SQLiteStore, cells: dict[str, object], *, writer: str = ME, labels: Labels | None = None,
+            expect_new: bool = True) -> int:
     with store.transaction(SPACE, writer) as tx:
+        if expect_new:
+            tx.expect_new_cells()
         for cell_id, value in cells.items():
             tx.write(cell_id, value, labels)
         return tx.commit()
@@ -37,6 +41,16 @@ def test_a_commit_of_new_cells_only_reads_none_of_their_rows_and_writes_them_at_
         assert [value_of(store, f"of:new{i}") for i in (0, 599)] == [{"n": 0}, {"n": 599}]
         assert {store.read(SPACE, f"of:new{i}").seq for i in range(600)} == {seq} and store.head(SPACE) == seq
         assert store.read(SPACE, "of:new7").labels == Labels.owned_by(ME)
+
+
+def test_a_commit_without_the_hint_reads_its_rows_first(tmp_path, traced):
+    """An ordinary overwrite (an index root, a receipt) never tries the fresh insert
+    and then falls back: only a writer that expects new cells skips the read."""
+    with SQLiteStore(tmp_path / "f.db") as store:
+        traced.clear()
+        _commit(store, {f"of:new{i}": i for i in range(10)}, expect_new=False)
+        assert [s for s in traced if s.startswith(ROW_READ)]
+        assert value_of(store, "of:new9") == 9
 
 
 def test_fresh_rows_are_the_bytes_the_rules_write(tmp_path):
