@@ -33,3 +33,14 @@ def test_the_roots_row_links_are_read_as_their_stored_ids_and_make_the_same_prio
     assert all(type(link) is Link and link.path == () for link in prior.row_links.values())
     assert set(prior.rows) == {"codex/a", "codex/b", "codex/c"}
     assert prior.versions[cells.all] == full.seq
+
+
+def test_a_retained_sessions_intent_is_keyed_by_the_prior_rows_own_key_string(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    publish(target, source, [snapshot("a")])
+    with target.publication(preserve_untouched_status=False, checkout_directories=None) as pub:
+        pub.begin_source(source, None)
+        assert pub.add_retained(source.id, snapshot("a").summary).action == "retained"
+        (key,) = pub._touches
+        assert key == "codex/a" and key is pub.prior.rows["codex/a"]["key"]  # one string, not two
