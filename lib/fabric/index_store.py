@@ -23,7 +23,7 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_rows
+from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_root, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
@@ -105,7 +105,7 @@ def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     ):
         return _copy(committed)
     prior = PriorIndex()
-    document = target.store.read(target.space, cells.all)
+    document = read_root(target, cells.all)
     prior.versions[cells.all] = document.seq if document is not None else 0
     if document is not None:
         read_rows(target, document.value, prior, ROW_BATCH)

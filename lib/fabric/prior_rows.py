@@ -27,9 +27,24 @@ from lib.fabric.value_decoding import decode
 from lib.fabric.values import Link
 
 if TYPE_CHECKING:
+    from lib.fabric.documents import Document
     from lib.fabric.index_store import PriorIndex
 
 PRESERVED_LINK_FIELDS = frozenset({"manifest"})
+_SESSIONS = frozenset({"sessions"})
+
+
+def read_root(target: GraphTarget, cell: str) -> Document | None:
+    """The complete index's root document, its row links left as the IDs they are
+    stored as (`SameSpaceLinks`) when they are short links into this space (what
+    commit_indexes writes): a Link is made for each row when its batch is read, and
+    the root's text is never written out long nor parsed link by link (session 24:
+    expanding and parsing 25,000 row links held about 30 MB at once, the listing idle
+    sync's peak). A root of any other form is read as `store.read` reads it."""
+    found = dict(target.store.iter_many(target.space, [cell], keep_fields=_SESSIONS)).get(cell)
+    if found is not None and type(found.value) is dict and type(found.value.get("sessions")) is SameSpaceLinks:
+        return found
+    return target.store.read(target.space, cell)
 
 
 def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: int) -> None:
@@ -38,7 +53,8 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
     hydrating never holds more than one batch of rows. Validated as strictly as
     `parse_session_index(strict=True)` validates a hydrated index."""
     links = stored.get("sessions") if isinstance(stored, dict) else None
-    shell = stored if not isinstance(links, list) else {**stored, "sessions": []}
+    short = type(links) is SameSpaceLinks  # row cell IDs (read_root): each made a Link with its batch
+    shell = stored if not (short or isinstance(links, list)) else {**stored, "sessions": []}
     parsed = parse_session_index(
         hydrate_value(target.store, target.space, shell, preserve_link_fields=PRESERVED_LINK_FIELDS),
         bucket="all", strict=True,
@@ -48,6 +64,8 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
     prior.generation = parsed.generation
     for start in range(0, len(links or ()), batch_size):
         batch = links[start : start + batch_size]  # type: ignore[index]
+        if short:
+            batch = [Link.trusted(cell, target.space) for cell in batch]
         rows, stored = _read_batch(target, batch)
         for position, (link, row, kept) in enumerate(zip(batch, rows, stored, strict=True), start=start):
             previews = row.get(PREVIEWS) if isinstance(row, dict) else None

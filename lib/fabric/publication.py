@@ -232,6 +232,8 @@ class Publication:
             summary, SessionSummary) else dict(summary)
         key = session_key(source_id, wire["nativeSessionId"])
         prior = self.prior.rows.get(key)
+        if prior is not None:
+            key = prior["key"]  # the prior row's own (interned) string: no second copy per intent
         if self._ordering.keeps_newer(key, source.sequence):
             return self._keep_newer(key, source, prior)
         if prior is not None and self._backed(prior, source):
