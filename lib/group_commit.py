@@ -45,6 +45,9 @@ class GroupCommit(Generic[T]):
         self._lock = threading.Lock()
         self._open: _Batch[T] = _Batch()  # the batch new items join
         self._running = False
+        # commits run and the items they held (the bench prints items a commit)
+        self.commits = 0
+        self.committed = 0
 
     def submit(self, item: T) -> None:
         """Commit `item` with whatever else arrives meanwhile; raises its commit's error."""
@@ -97,6 +100,8 @@ class GroupCommit(Generic[T]):
         finally:
             with self._lock:
                 self._running = False
+                self.commits += 1
+                self.committed += len(items)
                 following = self._open
                 if following.items:  # its leader waits for this commit to end
                     following.may_start.set()
