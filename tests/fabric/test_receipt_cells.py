@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,15 @@ def receipt(
 
 def ids(target: FabricTarget) -> list[tuple[str | None, str]]:
     return [(row.get("producer"), row["commandId"]) for row in target.receipt_rows()]
+
+
+def two_stores_of_one_owner(tmp_path: Path) -> tuple[Env, Env]:
+    """Two environments in `a` and `b` sharing one identity (so one owner and space)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = make_env(tmp_path / "a")
+    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
+    return first, make_env(tmp_path / "b")
 
 
 def write_index(env: Env, target: FabricTarget, value: Any) -> None:
@@ -314,8 +324,6 @@ def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
     index read, validated and planned whole). Republished commands, a command id on two
     queues (its rows then planned whole) and more than MAX_ROWS commands among them:
     the root and every row cell hold the same values."""
-    import shutil
-
     from lib.fabric import receipt_cells
 
     staged = []
@@ -327,11 +335,7 @@ def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
         return result
 
     monkeypatch.setattr(receipt_cells, "_stage_rows", counted)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    cached_env = make_env(tmp_path / "a")
-    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
-    whole_env = make_env(tmp_path / "b")
+    cached_env, whole_env = two_stores_of_one_owner(tmp_path)
     cached, whole = cached_env.target(), whole_env.target()
     for n in range(MAX_ROWS + 40):
         command = f"c{n % (MAX_ROWS + 15)}"  # the first 25 again after MAX_ROWS + 15
@@ -372,15 +376,9 @@ def test_a_batch_commit_stores_what_one_commit_a_receipt_stores(tmp_path: Path) 
     queue and a receipt published twice, committed as one batch on one store and one
     receipt a commit on another of the same owner: every receipt cell and the index
     rows hold the same values."""
-    import shutil
-
     from lib.fabric.receipt_cells import ReceiptWrite, commit_receipts
 
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    batch_env = make_env(tmp_path / "a")
-    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
-    single_env = make_env(tmp_path / "b")
+    batch_env, single_env = two_stores_of_one_owner(tmp_path)
     batched, single = batch_env.target(), single_env.target()
     for target in (batched, single):
         target.claim_receipt(receipt("c1"))
