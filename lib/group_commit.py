@@ -22,10 +22,15 @@ two, and the item waits at most `n` batches longer than `submit` would.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+# At most this long a leader waits for its batch to hold as many items as the last commit
+# did (nothing when the last commit held one: a lone caller never waits)
+GATHER_SECONDS = 0.001
 
 
 class _Batch(Generic[T]):
@@ -40,11 +45,18 @@ class _Batch(Generic[T]):
 
 
 class GroupCommit(Generic[T]):
-    def __init__(self, commit: Callable[[list[T]], None]) -> None:
+    def __init__(self, commit: Callable[[list[T]], None], *, gather: float = GATHER_SECONDS) -> None:
         self._commit = commit
+        self._gather = gather
         self._lock = threading.Lock()
+        self._filled = threading.Condition(self._lock)  # an item joined a gathering batch
+        self._gathering = False
+        self._last = 0  # items the last commit held
         self._open: _Batch[T] = _Batch()  # the batch new items join
         self._running = False
+        # commits run and the items they held (the bench prints items a commit)
+        self.commits = 0
+        self.committed = 0
 
     def submit(self, item: T) -> None:
         """Commit `item` with whatever else arrives meanwhile; raises its commit's error."""
@@ -54,6 +66,8 @@ class GroupCommit(Generic[T]):
             leader = len(batch.items) == 1
             if leader and not self._running:
                 batch.may_start.set()
+            elif self._gathering:
+                self._filled.notify()
         if leader:
             self._lead(batch)
         else:
@@ -86,6 +100,7 @@ class GroupCommit(Generic[T]):
     def _lead(self, batch: _Batch[T]) -> None:
         batch.may_start.wait()
         with self._lock:
+            self._fill(batch)
             self._running = True
             self._open = _Batch()  # later items join the next batch
             items = list(batch.items)
@@ -97,7 +112,27 @@ class GroupCommit(Generic[T]):
         finally:
             with self._lock:
                 self._running = False
+                self.commits += 1
+                self.committed += len(items)
+                self._last = len(items)
                 following = self._open
                 if following.items:  # its leader waits for this commit to end
                     following.may_start.set()
             batch.done.set()
+
+    def _fill(self, batch: _Batch[T]) -> None:
+        """Under the lock: while the batch holds fewer items than the last commit, wait
+        up to `gather` seconds for more (see GATHER_SECONDS), so that batches stay as
+        large as the callers' concurrency makes them and do not shrink for a moment's
+        scheduling (a small batch pays a commit's fixed cost for few items)."""
+        if len(batch.items) >= self._last or self._gather <= 0:
+            return
+        deadline = time.monotonic() + self._gather
+        self._gathering = True
+        try:
+            while len(batch.items) < self._last:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._filled.wait(left):
+                    return
+        finally:
+            self._gathering = False

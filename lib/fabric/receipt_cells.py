@@ -63,16 +63,15 @@ def receipt_cell_id(space: str, owner: str, command_id: str, producer: str | Non
     return cell_id(command_receipt_cause(space, owner, command_id=command_id, producer=producer))
 
 
-def plan_receipt(space: str, owner: str, receipt: CommandReceipt) -> PlannedGraph:
-    """The receipt cell's graph (a result's arrays become element cells)."""
+def plan_receipt(space: str, owner: str, receipt: CommandReceipt, wire: dict[str, Any]) -> PlannedGraph:
+    """The receipt cell's graph from `wire` (`receipt.to_wire()`; a result's arrays
+    become element cells)."""
     identity: dict[str, Any] = {"commandId": receipt.command_id}
     if receipt.producer is not None:
         identity["producer"] = receipt.producer
     return plan_graph(
-        command_receipt_cause(
-            space, owner, command_id=receipt.command_id, producer=receipt.producer
-        ),
-        receipt.to_wire(),
+        command_receipt_cause(space, owner, command_id=receipt.command_id, producer=receipt.producer),
+        wire,
         scope(space, owner, COMMAND_RECEIPT_ARRAY_SCOPE, **identity),
     )
 
@@ -107,16 +106,11 @@ def row_identity(row: dict[str, Any]) -> RowIdentity:
     return (row.get("producer"), row["commandId"])
 
 
-def index_row(
-    target: FabricTarget, receipt: CommandReceipt, *, updated_at: str | None = None, cell: str | None = None
-) -> dict[str, Any]:
-    """The receipt's summary row; `updated_at` and `cell` (its receipt cell) when the
-    caller has them already (one commit's rows share its time)."""
-    wire = receipt.to_wire()
+def index_row(target: FabricTarget, wire: dict[str, Any], updated_at: str, cell: str) -> dict[str, Any]:
+    """The summary row of a receipt (`wire`, its `to_wire()`) in `cell`, updated at
+    `updated_at` (one commit's rows share its time)."""
     row = {name: wire[name] for name in _ROW_FIELDS if name in wire}
-    row["updatedAt"] = updated_at or format_utc_iso(target.clock())
-    if cell is None:
-        cell = receipt_cell_id(target.space, target.owner, receipt.command_id, receipt.producer)
+    row["updatedAt"] = updated_at
     row["receipt"] = link_to(cell, target.space)
     return row
 
@@ -299,8 +293,8 @@ class IndexCache:
 
 
 def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
-    """Write the receipts and their index rows in one commit, under the publish lock. A
-    claim whose command already has a receipt is left out (`accepted` False)."""
+    """Write the receipts and their index rows in one commit, under the receipts lock;
+    a claim whose command already has a receipt is left out (`accepted` False)."""
     with target.receipts_lock:
         for attempt in range(ATTEMPTS):
             try:
@@ -308,22 +302,7 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                     # in the read set: a writer that moves the index root fails this commit
                     version = tx.observe(target.receipt_cell_id())
                     now = format_utc_iso(target.clock())  # the commit's rows share its time
-                    rows = []
-                    for write in writes:
-                        graph = plan_receipt(target.space, target.owner, write.receipt)
-                        if write.claim:
-                            # read, so a claim committed meanwhile fails this commit
-                            write.accepted = tx.read(graph.root.id) is None
-                            if not write.accepted:
-                                continue
-                            tx.require_absent(graph.root.id)
-                        if write.claim and not graph.children:
-                            # the cell was just read absent: written whole, as staging
-                            # would after reading it again
-                            tx.write(graph.root.id, graph.root.value, target.labels)
-                        else:
-                            stage_graph(target.store, tx, graph, target.labels)
-                        rows.append(index_row(target, write.receipt, updated_at=now, cell=graph.root.id))
+                    rows = _stage_receipts(target, tx, writes, now)
                     if not rows:
                         return
                     cached = target.receipt_index_cache
@@ -342,6 +321,27 @@ def commit_receipts(target: FabricTarget, writes: list[ReceiptWrite]) -> None:
                 target.receipt_index_cache = None
                 if attempt == ATTEMPTS - 1:
                     raise
+
+
+def _stage_receipts(target: FabricTarget, tx: Transaction, writes: list[ReceiptWrite], now: str) -> list[dict[str, Any]]:
+    """Stage the receipt cells (a claim only where no receipt is), all at once in the
+    order planned (one read of stored cells a batch, not one a receipt); their rows."""
+    rows, cells, planned = [], [], set()
+    for write in writes:
+        wire = write.receipt.to_wire()
+        graph = plan_receipt(target.space, target.owner, write.receipt, wire)
+        if write.claim:
+            # read, so a claim committed meanwhile fails this commit (one staged earlier in this batch: too)
+            write.accepted = graph.root.id not in planned and tx.read(graph.root.id) is None
+            if not write.accepted:
+                continue
+            tx.require_absent(graph.root.id)
+        cells.extend(graph.cells())
+        planned.add(graph.root.id)
+        rows.append(index_row(target, wire, now, graph.root.id))
+    if cells:
+        stage_graph(target.store, tx, PlannedGraph(target.space, cells[-1], tuple(cells[:-1])), target.labels)
+    return rows
 
 
 def _stage_whole_index(target: FabricTarget, tx: Transaction, rows: list[dict[str, Any]], now: str) -> IndexCache:

@@ -78,7 +78,7 @@ class Setup:
         self.ledgers = CommandLedgers(folder / "ledgers")
         self._done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
-        refreshes = RefreshBatches()  # wired as lib.executor wires it
+        refreshes = self.refreshes = RefreshBatches()  # wired as lib.executor wires it
         self.worker = CommandWorker(
             {"scripted": self.driver}, [self.target], self.ledgers, self._receipt,
             owner_did=self.owner, refresh=refreshes.refresh, refresh_after=refreshes.refresh_later,
@@ -102,6 +102,13 @@ class Setup:
             "createdAt": "2026-12-01T00:00:00.000Z", "sourceId": "scripted",
             "nativeSessionId": session, "type": "prompt", "payload": {"text": text},
         })
+
+    def group_commits(self) -> dict[str, tuple[int, int]]:
+        """(commits, items) of each group commit so far: the owner's ledger writes, the
+        receipt commits, the refresh publications (a printed detail: items a commit)."""
+        groups = {"ledger": self.ledgers._ledger(None)._group, "receipts": self.target.receipt_commits._group,
+                  "refreshes": self.refreshes._group(self.target)}
+        return {name: (group.commits, group.committed) for name, group in groups.items()}
 
     def close(self) -> None:
         self.worker.close()
@@ -154,16 +161,21 @@ def _handed_latencies(setup: Setup, count: int) -> list[float]:
     return latencies
 
 
-def _bulk(setup: Setup, total: int) -> tuple[float, float]:
-    """`total` commands across the sessions, all handed at once: (seconds, CPU per command)."""
+def _bulk(setup: Setup, total: int) -> tuple[float, float, dict[str, float]]:
+    """`total` commands across the sessions, all handed at once: (seconds, CPU per
+    command, items a commit of each group commit meanwhile)."""
     commands = [setup.command(setup.sessions[n % len(setup.sessions)]) for n in range(total)]
+    before = setup.group_commits()
     start, cpu = clock(), cpu_seconds()
     for command in commands:
         setup.worker.handle([command.to_wire()])
     for command in commands:
         if not setup.done(command.id).wait(GUARD_SECONDS):
             raise RuntimeError(f"no receipt for {command.id}")
-    return clock() - start, (cpu_seconds() - cpu) / total
+    seconds, spent = clock() - start, (cpu_seconds() - cpu) / total
+    after = setup.group_commits()  # the last refreshes after outcomes may still run: not counted
+    batches = {name: (after[name][1] - before[name][1]) / max(1, after[name][0] - before[name][0]) for name in after}
+    return seconds, spent, batches
 
 
 def bulk_round(total: int) -> dict[str, Any]:
@@ -174,8 +186,8 @@ def bulk_round(total: int) -> dict[str, Any]:
             _handed_latencies(setup, len(setup.sessions))
             _handed_latencies(setup, 10)
             setup.worker.drain()
-            seconds, cpu = _bulk(setup, total)
-            return {"seconds": seconds, "cpu": cpu}
+            seconds, cpu, batches = _bulk(setup, total)
+            return {"seconds": seconds, "cpu": cpu, "batches": batches}
         finally:
             setup.close()
 
@@ -194,14 +206,15 @@ def throughput(total: int) -> dict[str, Any]:
             _handed_latencies(setup, len(setup.sessions))
             _handed_latencies(setup, 10)
             setup.worker.drain()
-            seconds, bulk_cpu = _bulk(setup, total)
+            seconds, bulk_cpu, batches = _bulk(setup, total)
             setup.worker.drain()
             early = Setup(Path(early_tmp))
             _handed_latencies(early, len(early.sessions) + 10)
             early.worker.drain()
             flat = interleaved(early, setup, FLAT_SAMPLES)
             ledger_bytes = sum(p.stat().st_size for p in (Path(tmp) / "ledgers").glob("*.json"))
-            return {"seconds": seconds, "early": flat["early"], "late": flat["late"], "ledgerBytes": ledger_bytes,
+            return {"seconds": seconds, "batches": batches, "early": flat["early"], "late": flat["late"],
+                    "ledgerBytes": ledger_bytes,
                     "cpu": {"bulk": bulk_cpu, "early": flat["earlyCpu"], "late": flat["lateCpu"]}}
         finally:
             if early is not None:
@@ -286,7 +299,7 @@ def run(report: Any) -> None:
     local = run_child("tests.bench.command_bench", "one_process_latency", count)["latencies"]
     remote = run_child("tests.bench.command_bench", "cross_process_latency", count)["latencies"]
     bulk = run_child("tests.bench.command_bench", "throughput", total)
-    rounds = [{"seconds": bulk["seconds"], "cpu": bulk["cpu"]["bulk"]}]
+    rounds = [{"seconds": bulk["seconds"], "cpu": bulk["cpu"]["bulk"], "batches": bulk["batches"]}]
     rounds += [run_child("tests.bench.command_bench", "bulk_round", total) for _ in range(THROUGHPUT_ROUNDS - 1)]
     rates = [total / r["seconds"] for r in rounds]
     rate = statistics.median(rates)
@@ -307,6 +320,10 @@ def run(report: Any) -> None:
     )
     report.note(f"ledger after {total + SESSIONS + 10 + len(bulk['late'])} commands: "
                 f"{bulk['ledgerBytes'] / 1e3:.0f} kB")
+    report.note("bulk rounds, commands/s (CPU ms a command; items a commit: ledger writes, receipt commits, "
+                "refresh publications): " + "; ".join(
+                    f"{total / r['seconds']:.0f} ({_ms(r['cpu'])}; {r['batches']['ledger']:.1f}, "
+                    f"{r['batches']['receipts']:.1f}, {r['batches']['refreshes']:.1f})" for r in rounds))
     median_local = statistics.median(local) * 1000
     report.check("command latency, one process", median_local <= LATENCY_TARGET_MS,
                  f"median {median_local:.1f} ms (target <= {LATENCY_TARGET_MS:.0f} ms)")

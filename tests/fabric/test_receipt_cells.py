@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,15 @@ def receipt(
 
 def ids(target: FabricTarget) -> list[tuple[str | None, str]]:
     return [(row.get("producer"), row["commandId"]) for row in target.receipt_rows()]
+
+
+def two_stores_of_one_owner(tmp_path: Path) -> tuple[Env, Env]:
+    """Two environments in `a` and `b` sharing one identity (so one owner and space)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = make_env(tmp_path / "a")
+    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
+    return first, make_env(tmp_path / "b")
 
 
 def write_index(env: Env, target: FabricTarget, value: Any) -> None:
@@ -314,8 +324,6 @@ def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
     index read, validated and planned whole). Republished commands, a command id on two
     queues (its rows then planned whole) and more than MAX_ROWS commands among them:
     the root and every row cell hold the same values."""
-    import shutil
-
     from lib.fabric import receipt_cells
 
     staged = []
@@ -327,11 +335,7 @@ def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
         return result
 
     monkeypatch.setattr(receipt_cells, "_stage_rows", counted)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    cached_env = make_env(tmp_path / "a")
-    shutil.copy(tmp_path / "a" / "identity", tmp_path / "b" / "identity")
-    whole_env = make_env(tmp_path / "b")
+    cached_env, whole_env = two_stores_of_one_owner(tmp_path)
     cached, whole = cached_env.target(), whole_env.target()
     for n in range(MAX_ROWS + 40):
         command = f"c{n % (MAX_ROWS + 15)}"  # the first 25 again after MAX_ROWS + 15
@@ -350,3 +354,50 @@ def test_commits_from_the_cache_store_what_rewriting_the_whole_index_stores(
         assert cached_env.store.read(SPACE, link.id).value == whole_env.store.read(SPACE, link.id).value
     assert ids(cached) == ids(whole)
     assert staged.count(True) >= MAX_ROWS + 25  # the cache wrote all but the first and the shared
+
+
+def test_one_commit_claims_a_command_once_when_its_batch_claims_it_twice(tmp_path: Path) -> None:
+    """A commit stages its receipts' cells together after its claims are read: a claim
+    staged earlier in the batch makes a later claim of the same command lose, as a
+    claim committed before it would."""
+    from lib.fabric.receipt_cells import ReceiptWrite, commit_receipts
+
+    target = make_env(tmp_path).target()
+    first, second = ReceiptWrite(receipt("c1"), claim=True), ReceiptWrite(receipt("c1", claimed_at=DONE), claim=True)
+    other = ReceiptWrite(receipt("c2"), claim=True)
+    commit_receipts(target, [first, other, second])
+    assert (first.accepted, other.accepted, second.accepted) == (True, True, False)
+    assert target.read_receipt("c1").claimed_at == CLAIMED
+    assert ids(target) == [(None, "c1"), (None, "c2")]
+
+
+def test_a_batch_commit_stores_what_one_commit_a_receipt_stores(tmp_path: Path) -> None:
+    """Claims, terminal receipts (one with a result array: element cells), a producer's
+    queue and a receipt published twice, committed as one batch on one store and one
+    receipt a commit on another of the same owner: every receipt cell and the index
+    rows hold the same values."""
+    from lib.fabric.receipt_cells import ReceiptWrite, commit_receipts
+
+    batch_env, single_env = two_stores_of_one_owner(tmp_path)
+    batched, single = batch_env.target(), single_env.target()
+    for target in (batched, single):
+        target.claim_receipt(receipt("c1"))
+        target.claim_receipt(receipt("c2", producer="p"))
+    writes = [
+        (receipt("c1", "succeeded", completed_at=DONE, result={"items": [1, {"id": "x"}]}), False),
+        (receipt("c2", "failed", producer="p", completed_at=DONE,
+                 error={"code": "boom", "message": "it broke", "retryable": False}), False),
+        (receipt("c3"), True),
+        (receipt("c1", "succeeded", completed_at=DONE, result={"items": [2]}), False),
+    ]
+    commit_receipts(batched, [ReceiptWrite(r, claim=claim) for r, claim in writes])
+    for r, claim in writes:
+        commit_receipts(single, [ReceiptWrite(r, claim=claim)])
+    for producer, command in ((None, "c1"), ("p", "c2"), (None, "c3")):
+        assert batched.read_receipt(command, producer) == single.read_receipt(command, producer)
+        cell = receipt_cell_id(SPACE, batched.owner, command, producer)
+        assert batch_env.store.read(SPACE, cell).value == single_env.store.read(SPACE, cell).value
+    # (the rows' order differs: a batch keeps a command written twice at its first place)
+    rows = [sorted(([r.get("producer") or "", r["commandId"]], {k: v for k, v in r.items() if k != "updatedAt"})
+                   for r in t.receipt_rows()) for t in (batched, single)]
+    assert rows[0] == rows[1] and len(rows[0]) == 3
