@@ -8,6 +8,7 @@ tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,6 +55,13 @@ def with_git(summary: Mapping[str, Any], metadata: GitMetadata | None) -> dict[s
     if metadata is not None:
         out.update(metadata.summary_fields())
     return out
+
+
+def plain_message(message: Any) -> dict[str, Any]:
+    """A normalized message as a plain dict (a model, a captured FrozenDict or a dict)."""
+    if hasattr(message, "to_wire"):
+        return message.to_wire()
+    return dict(message)
 
 
 def recent_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -256,6 +264,20 @@ def error_entry(error: Mapping[str, Any]) -> dict[str, Any]:
 # -- index values ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RecentWindow:
+    """Which rows an index's recent root holds, by time: the oldest time among them and
+    the newest among the live rows it leaves out (None: no such row)."""
+
+    oldest_recent: datetime | None
+    newest_older: datetime | None
+
+    def holds(self, generated_at: datetime) -> bool:
+        """Whether the same rows are recent at `generated_at` (none ages out, none comes in)."""
+        return (self.oldest_recent is None or generated_at - self.oldest_recent <= RECENT_WINDOW) and (
+            self.newest_older is None or generated_at - self.newest_older > RECENT_WINDOW)
+
+
 def index_values(
     *,
     owner_did: str,
@@ -270,11 +292,35 @@ def index_values(
     Recent: live rows updated within seven days. All: every live row and the retained
     deleted rows. Both carry the same counts, sources and checkouts.
     """
+    recent, complete, _window = windowed_index_values(
+        owner_did=owner_did, generated_at=generated_at, generation=generation, sessions=sessions,
+        sources=sources, checkouts=checkouts)
+    return recent, complete
+
+
+def windowed_index_values(
+    *,
+    owner_did: str,
+    generated_at: datetime,
+    generation: int,
+    sessions: Iterable[Mapping[str, Any]],
+    sources: Iterable[Mapping[str, Any]],
+    checkouts: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any], RecentWindow]:
+    """`index_values` and the RecentWindow of its recent root."""
     # each row's time read once (a packed row reads it from its block: packed_rows.py)
     timed = sorted(((row_time(r), r) for r in sessions), key=_timed_order)
     rows = [r for _, r in timed]
     live = [r for r in rows if is_live(r)]
-    recent = [r for moment, r in timed if is_live(r) and moment is not None and generated_at - moment <= RECENT_WINDOW]
+    recent, oldest, newest_older = [], None, None
+    for moment, r in timed:
+        if moment is None or not is_live(r):
+            continue
+        if generated_at - moment <= RECENT_WINDOW:
+            recent.append(r)
+            oldest = moment if oldest is None or moment < oldest else oldest
+        elif newest_older is None or moment > newest_older:
+            newest_older = moment
     del timed
     source_rows = sorted(sources, key=lambda r: r["sourceId"])
     stamp = iso(generated_at)
@@ -294,7 +340,7 @@ def index_values(
             "checkouts": [dict(r) for r in checkouts],
         }
 
-    return value("recent", recent), value("all", rows)
+    return value("recent", recent), value("all", rows), RecentWindow(oldest, newest_older)
 
 
 def empty_index_value(owner_did: str, bucket: str, generated_at: datetime) -> dict[str, Any]:
