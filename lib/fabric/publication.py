@@ -320,7 +320,7 @@ class Publication:
                 else:
                     recent, complete, window = idx.windowed_index_values(
                         owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
-                        sessions=rows.values(), sources=sources.values(), checkouts=checkouts)
+                        sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
                     cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,
                                            ordering_only_when_unchanged=self._preserve, window=window)
                 generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged

@@ -8,7 +8,7 @@ tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +23,7 @@ from lib.git_context import iso_timestamp as iso
 RECENT_WINDOW = timedelta(days=7)
 MAX_RECENT_MESSAGES = 12
 MAX_SOURCE_ERRORS = 20
+TIMES_KEPT = 4096  # rows of an index whose times its RecentWindow keeps (session 24)
 
 # The normalized summary fields a row repeats (SessionSummary's, without `raw`).
 SUMMARY_FIELDS = (
@@ -271,6 +272,9 @@ class RecentWindow:
 
     oldest_recent: datetime | None
     newest_older: datetime | None
+    # key -> (the row, its row_time): the next publication's rows that are these same
+    # objects (kept rows) are not read for their time again
+    times: Mapping[str, tuple[Any, datetime | None]] = field(default_factory=dict, compare=False, repr=False)
 
     def holds(self, generated_at: datetime) -> bool:
         """Whether the same rows are recent at `generated_at` (none ages out, none comes in)."""
@@ -306,10 +310,13 @@ def windowed_index_values(
     sessions: Iterable[Mapping[str, Any]],
     sources: Iterable[Mapping[str, Any]],
     checkouts: Sequence[Mapping[str, Any]],
+    known: RecentWindow | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], RecentWindow]:
-    """`index_values` and the RecentWindow of its recent root."""
+    """`index_values` and the RecentWindow of its recent root. A row that is the very
+    object `known` (the prior commit's window) timed takes that time."""
     # each row's time read once (a packed row reads it from its block: packed_rows.py)
-    timed = sorted(((row_time(r), r) for r in sessions), key=_timed_order)
+    times = {} if known is None else known.times
+    timed = sorted(((_known_time(times, r), r) for r in sessions), key=_timed_order)
     rows = [r for _, r in timed]
     live = [r for r in rows if is_live(r)]
     recent, oldest, newest_older = [], None, None
@@ -321,6 +328,10 @@ def windowed_index_values(
             oldest = moment if oldest is None or moment < oldest else oldest
         elif newest_older is None or moment > newest_older:
             newest_older = moment
+    # packed rows only (a plain row is copied into the value: it is never met again),
+    # and not for a large index, whose window would hold an entry a row between commits
+    window = RecentWindow(oldest, newest_older, {
+        r["key"]: (r, moment) for moment, r in timed if type(r) is not dict} if len(timed) <= TIMES_KEPT else {})
     del timed
     source_rows = sorted(sources, key=lambda r: r["sourceId"])
     stamp = iso(generated_at)
@@ -340,7 +351,12 @@ def windowed_index_values(
             "checkouts": [dict(r) for r in checkouts],
         }
 
-    return value("recent", recent), value("all", rows), RecentWindow(oldest, newest_older)
+    return value("recent", recent), value("all", rows), window
+
+
+def _known_time(times: Mapping[str, tuple[Any, datetime | None]], row: Mapping[str, Any]) -> datetime | None:
+    known = times.get(row["key"])
+    return known[1] if known is not None and known[0] is row else row_time(row)
 
 
 def empty_index_value(owner_did: str, bucket: str, generated_at: datetime) -> dict[str, Any]:

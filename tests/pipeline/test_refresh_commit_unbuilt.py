@@ -3,7 +3,9 @@ either index root (index_roots.index_unchanged, session 24), and leaves the stor
 building them would: every stored cell, value and sequence alike, step by step, against
 the same refreshes with that shortcut turned off (the full build then decides, as
 before session 24), through unchanged refreshes, a row aging out of the recent window,
-a changed descriptor, a changed session and a failed read."""
+a changed descriptor, a changed session and a failed read. The recent window holds
+exactly while the same rows are recent, and a row the prior commit timed (the same
+object) is not read for its time again."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 import lib.fabric.publication as publication
 from lib.fabric.index_store import IndexCells
+from lib.fabric.packed_rows import packed
 from lib.fabric.session_index import RecentWindow, index_values, windowed_index_values
 from lib.pipeline.refresh import refresh_session
 from tests.fabric.target_helpers import SPACE, START, Env, changed_since, index, make_env, snapshot
@@ -111,3 +114,22 @@ def test_the_recent_window_holds_exactly_while_the_same_rows_are_recent() -> Non
         at = now + timedelta(minutes=minutes)
         assert window.holds(at) == (recent_keys(at) == recent_keys(now)), at
     assert RecentWindow(None, None).holds(now)
+
+
+def test_a_kept_row_takes_its_time_from_the_prior_window_and_a_new_one_is_read() -> None:
+    now = datetime(2026, 7, 1, tzinfo=UTC)
+    rows = [packed({"key": f"k{n}", "status": "complete", "updatedAt": (now - timedelta(days=n)).isoformat()})
+            for n in range(3)]
+    values = windowed_index_values(owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[],
+                                   checkouts=[])
+    assert set(values[2].times) == {"k0", "k1", "k2"} and values[:2] == index_values(
+        owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[], checkouts=[])
+    # the window says k2 (this very object) is newest: its time is not read again
+    known = RecentWindow(None, None, {**values[2].times, "k2": (rows[2], now + timedelta(days=1))})
+    kept = windowed_index_values(owner_did="did:x", generated_at=now, generation=2, sessions=rows, sources=[],
+                                 checkouts=[], known=known)
+    assert [r["key"] for r in kept[1]["sessions"]] == ["k2", "k0", "k1"]
+    fresh = [*rows[:2], packed(dict(rows[2].plain()))]  # an equal row, another object: read
+    read = windowed_index_values(owner_did="did:x", generated_at=now, generation=2, sessions=fresh, sources=[],
+                                 checkouts=[], known=known)
+    assert [r["key"] for r in read[1]["sessions"]] == ["k0", "k1", "k2"]
