@@ -318,7 +318,7 @@ class Publication:
                 if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
                     cells = commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
                 else:
-                    recent, complete, window = idx.windowed_index_values(
+                    recent, complete, window = idx.index_values(
                         owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
                         sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
                     cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,

@@ -290,30 +290,15 @@ def index_values(
     sessions: Iterable[Mapping[str, Any]],
     sources: Iterable[Mapping[str, Any]],
     checkouts: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The recent and complete index values for one generation.
-
-    Recent: live rows updated within seven days. All: every live row and the retained
-    deleted rows. Both carry the same counts, sources and checkouts.
-    """
-    recent, complete, _window = windowed_index_values(
-        owner_did=owner_did, generated_at=generated_at, generation=generation, sessions=sessions,
-        sources=sources, checkouts=checkouts)
-    return recent, complete
-
-
-def windowed_index_values(
-    *,
-    owner_did: str,
-    generated_at: datetime,
-    generation: int,
-    sessions: Iterable[Mapping[str, Any]],
-    sources: Iterable[Mapping[str, Any]],
-    checkouts: Sequence[Mapping[str, Any]],
     known: RecentWindow | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], RecentWindow]:
-    """`index_values` and the RecentWindow of its recent root. A row that is the very
-    object `known` (the prior commit's window) timed takes that time."""
+    """The recent and complete index values for one generation, and the RecentWindow of
+    the recent one.
+
+    Recent: live rows updated within seven days. All: every live row and the retained
+    deleted rows. Both carry the same counts, sources and checkouts. A row that is the
+    very object `known` (the prior commit's window) timed takes that time.
+    """
     # each row's time read once (a packed row reads it from its block: packed_rows.py)
     times = {} if known is None else known.times
     timed = sorted(((_known_time(times, r), r) for r in sessions), key=_timed_order)

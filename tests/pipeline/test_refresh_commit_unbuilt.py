@@ -19,7 +19,7 @@ import pytest
 import lib.fabric.publication as publication
 from lib.fabric.index_store import IndexCells
 from lib.fabric.packed_rows import packed
-from lib.fabric.session_index import RecentWindow, index_values, windowed_index_values
+from lib.fabric.session_index import RecentWindow, index_values
 from lib.pipeline.refresh import refresh_session
 from tests.fabric.target_helpers import SPACE, START, Env, changed_since, index, make_env, snapshot
 from tests.support.scripted_driver import ScriptedDriver
@@ -100,14 +100,12 @@ def test_the_recent_window_holds_exactly_while_the_same_rows_are_recent() -> Non
     rows = [{"key": f"k{n}", "status": "deleted" if n == 3 else "complete",
              "updatedAt": (now - timedelta(hours=n * 37)).isoformat()} for n in range(9)]
     rows.append({"key": "untimed", "status": "complete"})
-    _recent, _complete, window = windowed_index_values(
-        owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[], checkouts=[])
-    assert (_recent, _complete) == index_values(
+    _recent, _complete, window = index_values(
         owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[], checkouts=[])
 
     def recent_keys(at: datetime) -> list[str]:
-        value, _ = index_values(owner_did="did:x", generated_at=at, generation=1, sessions=rows, sources=[],
-                                checkouts=[])
+        value, _, _ = index_values(owner_did="did:x", generated_at=at, generation=1, sessions=rows, sources=[],
+                                   checkouts=[])
         return [r["key"] for r in value["sessions"]]
 
     for minutes in range(-3000, 3000, 7):
@@ -120,16 +118,16 @@ def test_a_kept_row_takes_its_time_from_the_prior_window_and_a_new_one_is_read()
     now = datetime(2026, 7, 1, tzinfo=UTC)
     rows = [packed({"key": f"k{n}", "status": "complete", "updatedAt": (now - timedelta(days=n)).isoformat()})
             for n in range(3)]
-    values = windowed_index_values(owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[],
-                                   checkouts=[])
-    assert set(values[2].times) == {"k0", "k1", "k2"} and values[:2] == index_values(
-        owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[], checkouts=[])
+    values = index_values(owner_did="did:x", generated_at=now, generation=1, sessions=rows, sources=[],
+                          checkouts=[])
+    assert set(values[2].times) == {"k0", "k1", "k2"}
+    assert [r["key"] for r in values[1]["sessions"]] == ["k0", "k1", "k2"]
     # the window says k2 (this very object) is newest: its time is not read again
     known = RecentWindow(None, None, {**values[2].times, "k2": (rows[2], now + timedelta(days=1))})
-    kept = windowed_index_values(owner_did="did:x", generated_at=now, generation=2, sessions=rows, sources=[],
-                                 checkouts=[], known=known)
+    kept = index_values(owner_did="did:x", generated_at=now, generation=2, sessions=rows, sources=[],
+                        checkouts=[], known=known)
     assert [r["key"] for r in kept[1]["sessions"]] == ["k2", "k0", "k1"]
     fresh = [*rows[:2], packed(dict(rows[2].plain()))]  # an equal row, another object: read
-    read = windowed_index_values(owner_did="did:x", generated_at=now, generation=2, sessions=fresh, sources=[],
-                                 checkouts=[], known=known)
+    read = index_values(owner_did="did:x", generated_at=now, generation=2, sessions=fresh, sources=[],
+                        checkouts=[], known=known)
     assert [r["key"] for r in read[1]["sessions"]] == ["k0", "k1", "k2"]
