@@ -10,15 +10,16 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
-from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
+from lib.fabric.index_roots import changed_cells, plan_index_root, roots_unchanged
 from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
@@ -32,7 +33,6 @@ from lib.fabric.schemas import (
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
-from lib.hashing import value_hash
 
 
 class IndexConflict(CodedError):
@@ -67,16 +67,26 @@ class PriorIndex:
     # root cell -> the value this process committed there (not read back: a refresh
     # that changes nothing compares its roots with these, commit_indexes)
     roots: dict[str, Any] = field(default_factory=dict, compare=False)
+    # which rows those roots hold as recent, by time (session_index.RecentWindow): a
+    # refresh that changes no row tells from it whether time moved a row across
+    window: Any = field(default=None, compare=False)
     # rows and row_links still to be made from a commit's own values (_committed): a
     # one-shot sync never reads them back, so it makes no second object per row
     pending: Callable[[PriorIndex], None] | None = field(default=None, compare=False, repr=False)
 
     def ready(self) -> PriorIndex:
-        """This prior with its rows made (when a commit left them to be made)."""
+        """This prior with its rows made (when a commit left them to be made). Threads
+        may share it (`cached_prior` takes no publish lock): the rows are made once, and
+        `pending` is cleared only once they are there."""
         if self.pending is not None:
-            make, self.pending = self.pending, None
-            make(self)
+            with _MAKING:
+                if self.pending is not None:
+                    self.pending(self)
+                    self.pending = None
         return self
+
+
+_MAKING = threading.Lock()
 
 
 def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, Any]:
@@ -91,19 +101,31 @@ def read_complete_index(target: GraphTarget, cells: IndexCells) -> tuple[Any, An
 
 
 def read_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
-    """The index as it is now. When it is still the one this process last committed
-    (the three cells at the versions that commit gave them), that commit's values are
-    used instead of reading and hydrating every row again: a session refresh after a
-    command then costs what its own session costs, not what the whole index does."""
+    """The index as it is now: `cached_prior` when it can, else read from the store (the
+    caller holds the publish lock, so no commit lands between the cells' reads)."""
+    return cached_prior(target, cells) or _stored_prior(target, cells)
+
+
+def cached_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex | None:
+    """The index this process last committed, when it is still the stored one (the three
+    cells at the versions that commit gave them, no row cell written since), instead of
+    reading and hydrating every row again: a session refresh after a command then costs
+    what its own session costs, not what the whole index does. One change-feed query
+    decides it, so it needs no publish lock (session 24); None when it is not current."""
     committed: PriorIndex | None = target.committed.get(cells.all)
-    if committed is not None:
-        committed.ready()
+    if committed is None:
+        return None
+    committed.ready()
     # since the newest of its versions: its commit saw the other cells at theirs
-    if committed is not None and not changed_since(
+    if changed_since(
         target, max(committed.versions.values()),
         {*committed.versions, *(link.id for link in committed.row_links.values())},
     ):
-        return _copy(committed)
+        return None
+    return _copy(committed)
+
+
+def _stored_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
     prior = PriorIndex()
     document = read_root(target, cells.all)
     prior.versions[cells.all] = document.seq if document is not None else 0
@@ -144,6 +166,7 @@ def _copy(prior: PriorIndex) -> PriorIndex:
         rows=dict(prior.rows), sources=list(prior.sources), checkouts=list(prior.checkouts),
         generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
         dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links), roots=prior.roots,
+        window=prior.window,
     )
 
 
@@ -177,11 +200,14 @@ def commit_indexes(
     ordering: OrderingState,
     *,
     ordering_only_when_unchanged: bool = False,
+    window: Any = None,
 ) -> int:
     """Write both indexes and the ordering in one transaction; returns cells written.
 
     With `ordering_only_when_unchanged` (a targeted refresh), a commit that would change
     no row and nothing in either root but their generation writes the ordering alone.
+    `window` (session_index.RecentWindow of these values) is kept with the committed
+    roots, for the next publication's `unchanged_index`.
 
     A row equal to its prior row already has its cells: the root links the stored cell
     and the row is neither planned nor compared, so a publication costs O(changed rows)
@@ -241,40 +267,61 @@ def commit_indexes(
             written += len(early)
         del direct
     graphs = (
-        _plan_index(recent_cause, recent, array_scope, links),
-        _plan_index(all_cause, complete, array_scope, links),
+        plan_index_root(recent_cause, recent, array_scope, links),
+        plan_index_root(all_cause, complete, array_scope, links),
     )
     for graph in graphs:
         for child in graph.children:
             final.setdefault(child.id, child)
-    changed = _changed(target, final)
+    changed = changed_cells(target, final)
     with target.store.transaction(space, target.writer) as tx:
-        for cell, seen in prior.versions.items():
-            now = tx.observe(cell)
-            if now != seen:
-                raise IndexConflict(
-                    "publication-conflict",
-                    f"another publisher changed {cell} during this publication; publish again"
-                )
-        if ordering_only_when_unchanged and not changed and _roots_unchanged(prior, graphs):
+        _check_unmoved(tx, prior)
+        if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):
             # nothing a reader sees changed (a refresh of an unchanged session): only
             # the observation ordering is recorded; the indexes keep their generation
-            tx.write(cells.ordering, ordering.to_value(owner), target.labels)
-            seq = tx.commit()
-            kept_prior = _copy(prior)
-            kept_prior.ordering = ordering
-            kept_prior.versions[cells.ordering] = seq
-            target.committed[cells.all] = kept_prior
-            return 1
+            return _ordering_only(target, cells, prior, ordering, tx, window)
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
         for graph in graphs:  # the roots' row links written as one text (row_cells.py)
             tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
-    target.committed[cells.all] = _committed(target, cells, complete, ordering, graphs[1], seq)
-    target.committed[cells.all].roots = {graph.root.id: graph.root.value for graph in graphs}
+    committed = _committed(target, cells, complete, ordering, graphs[1], seq)
+    committed.roots = {graph.root.id: graph.root.value for graph in graphs}
+    committed.window = window
+    target.committed[cells.all] = committed
     return written + len(changed) + len(graphs) + 1
+
+
+def commit_ordering(target: GraphTarget, cells: IndexCells, prior: PriorIndex, ordering: OrderingState) -> int:
+    """Write the ordering alone, when the publication changes nothing a reader sees
+    (unchanged_index.py decided it against `prior`); the indexes keep their generation.
+    Fails, as `commit_indexes` does, when an index or the ordering moved since `prior`."""
+    with target.store.transaction(target.space, target.writer) as tx:
+        _check_unmoved(tx, prior)
+        return _ordering_only(target, cells, prior, ordering, tx)
+
+
+def _check_unmoved(tx: Any, prior: PriorIndex) -> None:
+    for cell, seen in prior.versions.items():
+        if tx.observe(cell) != seen:
+            raise IndexConflict(
+                "publication-conflict",
+                f"another publisher changed {cell} during this publication; publish again"
+            )
+
+
+def _ordering_only(
+    target: GraphTarget, cells: IndexCells, prior: PriorIndex, ordering: OrderingState, tx: Any, window: Any = None
+) -> int:
+    tx.write(cells.ordering, ordering.to_value(target.owner), target.labels)
+    seq = tx.commit()
+    kept_prior = _copy(prior)
+    kept_prior.ordering = ordering
+    kept_prior.versions[cells.ordering] = seq
+    kept_prior.window = window or prior.window  # the roots held the same recent rows
+    target.committed[cells.all] = kept_prior
+    return 1
 
 
 def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:
@@ -324,44 +371,3 @@ def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> Pac
     if isinstance(previews, StoredPreviews) and previews == StoredPreviews(target.store, target.space, link.id):
         return row
     return row.with_previews(StoredPreviews(target.store, target.space, link.id))
-
-
-def _plan_index(
-    cause: Any, value: Mapping[str, Any], array_scope: Any, links: Mapping[str, Link]
-) -> PlannedGraph:
-    """Plan an index root whose rows are all planned already: its `sessions` are the
-    rows' links (rows are keyed, so a row's cell does not depend on its siblings and the
-    links are what the full plan would give); its sources and checkouts are planned here."""
-    planned = plan_graph(cause, {**value, "sessions": []}, array_scope)
-    root = PlannedCell(planned.root.id, planned.root.cause,
-                       {**planned.root.value, "sessions": [links[r["key"]] for r in value["sessions"]]})
-    return PlannedGraph(planned.space, root, planned.children)
-
-
-_PER_GENERATION = frozenset({"generation", "generatedAt"})
-
-
-def _roots_unchanged(prior: PriorIndex, graphs: tuple[PlannedGraph, ...]) -> bool:
-    """Both planned roots equal the ones this process committed (the prior still at the
-    versions that commit gave them) but for their generation and its time."""
-    for graph in graphs:
-        stored = prior.roots.get(graph.root.id)
-        if stored is None or stored.keys() != graph.root.value.keys():
-            return False
-        if any(stored[k] != v for k, v in graph.root.value.items() if k not in _PER_GENERATION):
-            return False
-    return True
-
-
-def _changed(target: GraphTarget, children: Mapping[str, PlannedCell]) -> list[PlannedCell]:
-    """The planned children whose stored value differs (rows most often stay the same)."""
-    ids = list(children)
-    out = []
-    for start in range(0, len(ids), READ_BATCH):
-        batch = ids[start : start + READ_BATCH]
-        stored = target.store.read_many(target.space, batch)
-        for cid in batch:
-            child, document = children[cid], stored.get(cid)
-            if document is None or value_hash(document.value) != value_hash(child.value):
-                out.append(child)
-    return out

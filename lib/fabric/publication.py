@@ -26,10 +26,13 @@ from typing import Any
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
 from lib.fabric.graph_batch import GraphBatch
+from lib.fabric.index_roots import index_unchanged
 from lib.fabric.index_store import (
     IndexCells,
     PriorIndex,
+    cached_prior,
     commit_indexes,
+    commit_ordering,
     prior_is_current,
     read_prior,
 )
@@ -42,6 +45,7 @@ from lib.fabric.publication_results import (
     PublicationSummary,
     PublishedOutcome,
 )
+from lib.fabric.same_rows import same_row
 from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
 from lib.fabric.store_lock import StoreLock
@@ -74,8 +78,13 @@ class Publication:
         self._deletions = deletions
         self._checkouts = CheckoutObserver(git)
         self._closed = False
-        with lock:  # a consistent prior: no index commit lands while it is read
-            self.prior: PriorIndex = read_prior(graphs, cells)
+        # a consistent prior: the one this process committed when one change-feed read
+        # shows it current, else read under the lock (no index commit lands meanwhile)
+        prior = cached_prior(graphs, cells)
+        if prior is None:
+            with lock:
+                prior = read_prior(graphs, cells)
+        self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
         self._touches: dict[str, Touch] = {}
         self._verdicts: dict[str, Verdict] = {}
@@ -158,7 +167,7 @@ class Publication:
             for name in ("archived", "active", "startedAs"):
                 if summary.get(name) is None and prior.get(name) is not None:
                     summary[name] = prior[name]
-        messages = [_plain(m) for m in prepared.normalized_messages]
+        messages = [idx.plain_message(m) for m in prepared.normalized_messages]
         now = self._now()
         unchanged = (
             prior is not None
@@ -211,6 +220,9 @@ class Publication:
             status=status,
             observed_at=now,
         )
+        if unchanged and same_row(row, prior):  # its prior row's equal: kept itself, nothing spilled
+            self._touches[key] = Touch(source.source_id, source.sequence, "row", prior)
+            return PublishedOutcome(key, action, status)
         # held until the commit with its previews packed: memory per row, not per message
         self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
         return PublishedOutcome(key, action, status)
@@ -300,22 +312,19 @@ class Publication:
                                    deletions=self._deletions)
                 rows = resolved.rows
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
-                generation = prior.generation + 1
-                recent, complete = idx.index_values(
-                    owner_did=self._graphs.owner,
-                    generated_at=self._clock(),
-                    generation=generation,
-                    sessions=rows.values(),
-                    sources=sources.values(),
-                    checkouts=self._checkouts.rows(
-                        live_roots=[r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")],
-                        prior=prior.checkouts,
-                        directories=self._directories,
-                    ),
-                )
+                generated_at = self._clock()
+                live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]
+                checkouts = self._checkouts.rows(live_roots=live_roots, prior=prior.checkouts,
+                                                 directories=self._directories)
                 ordering = prior.ordering.merged(resolved.recorded)
-                cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,
-                                       ordering_only_when_unchanged=self._preserve)
+                if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
+                    cells = commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
+                else:
+                    recent, complete, window = idx.index_values(
+                        owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
+                        sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
+                    cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,
+                                           ordering_only_when_unchanged=self._preserve, window=window)
                 generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged
         finally:
             self.close()
@@ -386,11 +395,4 @@ class Publication:
     ) -> PublishedOutcome:
         self._touches[key] = Touch(source.source_id, source.sequence, "partial")
         return PublishedOutcome(key, action, "partial" if prior is not None else None)
-
-
-def _plain(message: Any) -> dict[str, Any]:
-    """A normalized message as a plain dict (a model, a captured FrozenDict or a dict)."""
-    if hasattr(message, "to_wire"):
-        return message.to_wire()
-    return dict(message)
 

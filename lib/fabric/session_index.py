@@ -8,6 +8,7 @@ tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from lib.git_context import iso_timestamp as iso
 RECENT_WINDOW = timedelta(days=7)
 MAX_RECENT_MESSAGES = 12
 MAX_SOURCE_ERRORS = 20
+TIMES_KEPT = 4096  # rows of an index whose times its RecentWindow keeps (session 24)
 
 # The normalized summary fields a row repeats (SessionSummary's, without `raw`).
 SUMMARY_FIELDS = (
@@ -54,6 +56,13 @@ def with_git(summary: Mapping[str, Any], metadata: GitMetadata | None) -> dict[s
     if metadata is not None:
         out.update(metadata.summary_fields())
     return out
+
+
+def plain_message(message: Any) -> dict[str, Any]:
+    """A normalized message as a plain dict (a model, a captured FrozenDict or a dict)."""
+    if hasattr(message, "to_wire"):
+        return message.to_wire()
+    return dict(message)
 
 
 def recent_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -256,6 +265,23 @@ def error_entry(error: Mapping[str, Any]) -> dict[str, Any]:
 # -- index values ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class RecentWindow:
+    """Which rows an index's recent root holds, by time: the oldest time among them and
+    the newest among the live rows it leaves out (None: no such row)."""
+
+    oldest_recent: datetime | None
+    newest_older: datetime | None
+    # key -> (the row, its row_time): the next publication's rows that are these same
+    # objects (kept rows) are not read for their time again
+    times: Mapping[str, tuple[Any, datetime | None]] = field(default_factory=dict, compare=False, repr=False)
+
+    def holds(self, generated_at: datetime) -> bool:
+        """Whether the same rows are recent at `generated_at` (none ages out, none comes in)."""
+        return (self.oldest_recent is None or generated_at - self.oldest_recent <= RECENT_WINDOW) and (
+            self.newest_older is None or generated_at - self.newest_older > RECENT_WINDOW)
+
+
 def index_values(
     *,
     owner_did: str,
@@ -264,17 +290,33 @@ def index_values(
     sessions: Iterable[Mapping[str, Any]],
     sources: Iterable[Mapping[str, Any]],
     checkouts: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The recent and complete index values for one generation.
+    known: RecentWindow | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], RecentWindow]:
+    """The recent and complete index values for one generation, and the RecentWindow of
+    the recent one.
 
     Recent: live rows updated within seven days. All: every live row and the retained
-    deleted rows. Both carry the same counts, sources and checkouts.
+    deleted rows. Both carry the same counts, sources and checkouts. A row that is the
+    very object `known` (the prior commit's window) timed takes that time.
     """
     # each row's time read once (a packed row reads it from its block: packed_rows.py)
-    timed = sorted(((row_time(r), r) for r in sessions), key=_timed_order)
+    times = {} if known is None else known.times
+    timed = sorted(((_known_time(times, r), r) for r in sessions), key=_timed_order)
     rows = [r for _, r in timed]
     live = [r for r in rows if is_live(r)]
-    recent = [r for moment, r in timed if is_live(r) and moment is not None and generated_at - moment <= RECENT_WINDOW]
+    recent, oldest, newest_older = [], None, None
+    for moment, r in timed:
+        if moment is None or not is_live(r):
+            continue
+        if generated_at - moment <= RECENT_WINDOW:
+            recent.append(r)
+            oldest = moment if oldest is None or moment < oldest else oldest
+        elif newest_older is None or moment > newest_older:
+            newest_older = moment
+    # packed rows only (a plain row is copied into the value: it is never met again),
+    # and not for a large index, whose window would hold an entry a row between commits
+    window = RecentWindow(oldest, newest_older, {
+        r["key"]: (r, moment) for moment, r in timed if type(r) is not dict} if len(timed) <= TIMES_KEPT else {})
     del timed
     source_rows = sorted(sources, key=lambda r: r["sourceId"])
     stamp = iso(generated_at)
@@ -294,7 +336,12 @@ def index_values(
             "checkouts": [dict(r) for r in checkouts],
         }
 
-    return value("recent", recent), value("all", rows)
+    return value("recent", recent), value("all", rows), window
+
+
+def _known_time(times: Mapping[str, tuple[Any, datetime | None]], row: Mapping[str, Any]) -> datetime | None:
+    known = times.get(row["key"])
+    return known[1] if known is not None and known[0] is row else row_time(row)
 
 
 def empty_index_value(owner_did: str, bucket: str, generated_at: datetime) -> dict[str, Any]:

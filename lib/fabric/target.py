@@ -272,8 +272,10 @@ class FabricTarget(CommandEntryPoints):
         checkout_directories: Sequence[str] | None = None,
         accept_deletions: bool = False,
     ) -> Publication:
-        """A streaming publication. It takes the publish lock to read the prior index and
-        again to commit (waiting up to the lock's timeout each time), never in between.
+        """A streaming publication. It takes the publish lock to commit, and to read the
+        prior index unless the one this process committed is still the stored one
+        (index_store.cached_prior), waiting up to the lock's timeout each time, never in
+        between.
 
         `git`: the run's Git observation (shared with its reads, so a directory is
         resolved once); by default a new one. `checkout_directories`: None keeps the

@@ -15,6 +15,7 @@ from tests.fabric.target_helpers import (
     index,
     key,
     make_env,
+    prepared,
     publish,
     snapshot,
 )
@@ -69,3 +70,19 @@ def test_full_publication_of_unchanged_sessions_still_raises_the_generation(tmp_
     generation = index(target)["generation"]
     publish(target, descriptor(), [snapshot("s1")])
     assert index(target)["generation"] == generation + 1
+
+
+def test_an_unchanged_session_equal_to_its_row_is_held_as_that_row(tmp_path: Path) -> None:
+    """No new row is made and packed (its previews spilled) for an unchanged session
+    whose row would equal its prior row; a row that differs (other capabilities) is."""
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    publish(target, source, [snapshot("a")])
+    row_key = key("codex", "a")
+    for source_now, kept in ((source, True), (descriptor(cancel=True), False)):
+        with target.publication(preserve_untouched_status=True) as pub:
+            pub.begin_source(source_now, None)
+            assert pub.add_prepared(prepared(source_now, snapshot("a"))).action == "unchanged"
+            assert (pub._touches[row_key].row is pub.prior.rows[row_key]) is kept
+            pub.commit()
+    assert index(target)["sessions"][0]["capabilities"]["cancel"] is True
