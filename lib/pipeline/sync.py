@@ -9,7 +9,7 @@ listed at all (unchanged_sources.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lib.drivers.base import DriverError
 from lib.pipeline.records import Item, RecordSink, data_of, error_record, kind_of
@@ -51,8 +51,21 @@ def run_sync(
     stages' imports and set-up instead of following them."""
     target = workspace.open_target()
     unchanged = UnchangedSources(workspace, target, full=full)
-    before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
-    idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
+    before = None
+    if workspace.config.checkout_roots:
+        idle = None  # such a run scans checkouts: never idle
+    elif idle_answer is None or full:
+        idle = unchanged.idle_publication(source_ids)
+    elif all(unchanged.check(source_id).unchanged for source_id in source_ids):
+        # Every source unchanged: decided again between the observations the answer is
+        # kept with (the checks above came before them). A source that changed needs
+        # neither: it is listed, and observing its home again (a walk of every rollout)
+        # would only delay its listing.
+        unchanged = UnchangedSources(workspace, target)
+        before = idle_answer.before(unchanged)
+        idle = unchanged.idle_publication(source_ids)
+    else:
+        idle = None
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
         from lib.drivers import codex_early
         from lib.pipeline.idle_answer import idle_records
@@ -100,16 +113,22 @@ def keep_next_idle_answer(
 ) -> None:
     """After a publication: decide, as the next run will, whether it is idle, and keep
     that answer, so the first idle sync after a publication is answered fast too."""
+    from lib.drivers import codex_early
     from lib.pipeline.idle_answer import idle_records
 
     try:
         fresh = UnchangedSources(workspace, target)
         # no kept publication (a source was not kept): the next run lists; nothing to observe
         unkept = workspace.config.checkout_roots or fresh.book.load_publication() is None
-        before = None if unkept else idle_answer.before(fresh)
+        taken: dict[str, Any] = {}
+        before = None if unkept else idle_answer.before(fresh, taken)
+        # the decision's fingerprints are the digests just observed: each home walked once
+        codex_early.lend_fingerprints(dict(taken.values()))
         idle = fresh.idle_publication(source_ids) if before is not None else None
     except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
         idle = None
+    finally:
+        codex_early.end_lending()
     if idle is None:
         idle_answer.forget()
         return
