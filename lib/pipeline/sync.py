@@ -18,7 +18,7 @@ from lib.pipeline.unchanged_sources import UnchangedSources
 if TYPE_CHECKING:  # what only a sync that lists needs is imported when it lists
     from lib.fabric.target import FabricTarget
     from lib.pipeline.driver_pool import DriverPool
-    from lib.pipeline.idle_answer import IdleAnswerKeeper
+    from lib.pipeline.idle_answer import Before, IdleAnswerKeeper
     from lib.pipeline.runner import Progress
     from lib.reconcile import SignalSource
     from lib.workspace import Workspace
@@ -61,9 +61,7 @@ def run_sync(
         # kept with (the checks above came before them). A source that changed needs
         # neither: it is listed, and observing its home again (a walk of every rollout)
         # would only delay its listing.
-        unchanged = UnchangedSources(workspace, target)
-        before = idle_answer.before(unchanged)
-        idle = unchanged.idle_publication(source_ids)
+        unchanged, before, idle = observed_decision(workspace, target, source_ids, idle_answer)
     else:
         idle = None
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
@@ -113,26 +111,41 @@ def keep_next_idle_answer(
 ) -> None:
     """After a publication: decide, as the next run will, whether it is idle, and keep
     that answer, so the first idle sync after a publication is answered fast too."""
-    from lib.drivers import codex_early
     from lib.pipeline.idle_answer import idle_records
 
     try:
-        fresh = UnchangedSources(workspace, target)
         # no kept publication (a source was not kept): the next run lists; nothing to observe
-        unkept = workspace.config.checkout_roots or fresh.book.load_publication() is None
-        taken: dict[str, Any] = {}
-        before = None if unkept else idle_answer.before(fresh, taken)
-        # the decision's fingerprints are the digests just observed: each home walked once
-        codex_early.lend_fingerprints(dict(taken.values()))
-        idle = fresh.idle_publication(source_ids) if before is not None else None
+        unkept = workspace.config.checkout_roots or UnchangedSources(workspace, target).book.load_publication() is None
+        fresh, before, idle = (None, None, None) if unkept else observed_decision(
+            workspace, target, source_ids, idle_answer, observed_only=True)
     except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
         idle = None
-    finally:
-        codex_early.end_lending()
     if idle is None:
         idle_answer.forget()
         return
     idle_answer.keep(before, fresh, idle_records(fresh, source_ids, idle))
+
+
+def observed_decision(
+    workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper, *,
+    observed_only: bool = False,
+) -> tuple[UnchangedSources, Before | None, dict[str, Any] | None]:
+    """The idle decision on a fresh UnchangedSources, after the inputs an idle answer is
+    kept with are observed (`before`); its fingerprints are the home digests that
+    observation took, so each home is walked once, not twice. `observed_only`: no
+    decision (None) when the inputs cannot be observed."""
+    from lib.drivers import codex_early
+
+    fresh = UnchangedSources(workspace, target)
+    taken: dict[str, Any] = {}
+    before = idle_answer.before(fresh, taken)
+    if before is None and observed_only:
+        return fresh, None, None
+    codex_early.lend_fingerprints(dict(taken.values()))
+    try:
+        return fresh, before, fresh.idle_publication(source_ids)
+    finally:
+        codex_early.end_lending()  # a digest not taken must not serve a later fingerprint
 
 
 def early_sequences(target: FabricTarget, source_ids: list[str], listed: list[str]) -> dict[str, int]:
