@@ -61,7 +61,9 @@ def run_sync(
         # kept with (the checks above came before them). A source that changed needs
         # neither: it is listed, and observing its home again (a walk of every rollout)
         # would only delay its listing.
-        unchanged, before, idle = observed_decision(workspace, target, source_ids, idle_answer)
+        fresh, before, idle = observed_decision(workspace, target, source_ids, idle_answer)
+        if idle is not None:  # the records are the decision's; a run that lists keeps the first
+            unchanged = fresh  # checks (a fingerprint may be the one taken before Codex started)
     else:
         idle = None
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
