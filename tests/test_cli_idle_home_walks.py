@@ -62,17 +62,24 @@ def counted_sync(env: dict[str, str], out) -> dict:
 def test_a_listing_idle_sync_walks_the_home_four_times_not_seven(tmp_path):
     world = steady_world(tmp_path)
     world.prime()
-    assert agentctl(["sync", "--json"], world.env()).fast, "the kept answer holds: the next sync lists only if changed"
-    touch_a_rollout(world)  # the home changed: the fast path refuses and starts Codex early
-    time.sleep(UNSURE_SECONDS + 0.2)  # as a sync from cron minutes later: the new fingerprint can be trusted
-    run = counted_sync(world.env(), tmp_path / "out.jsonl")
-    assert run["code"] == 0
-    assert '"idle":true' not in (tmp_path / "out.jsonl").read_text(), "it listed"
-    callers = [walk[-1] for walk in run["walks"]]
-    assert callers == ["_home_digest", "codex_inventory_fingerprint", "_home_digest", "_home_digest"], run["walks"]
-    assert "answer" in run["walks"][0] and "start_changed_homes" not in run["walks"][0], "the decision's walk"
-    assert "_trustworthy" in run["walks"][1], "the trust check after the listing"
-    assert "keep_next_idle_answer" in run["walks"][2] and "keep" in run["walks"][3], "the next answer's two"
+    # Codex may checkpoint its database as it exits, which changes the home: then the
+    # trust check fails, nothing is kept and the tail does not observe; so up to 4 times
+    for _attempt in range(4):
+        assert any(agentctl(["sync", "--json"], world.env()).fast for _ in range(4)), "an idle answer is kept"
+        touch_a_rollout(world)  # the home changed: the fast path refuses and starts Codex early
+        time.sleep(UNSURE_SECONDS + 0.2)  # as a sync from cron minutes later: the new fingerprint can be trusted
+        run = counted_sync(world.env(), tmp_path / "out.jsonl")
+        assert run["code"] == 0
+        assert '"idle":true' not in (tmp_path / "out.jsonl").read_text(), "it listed"
+        walks = run["walks"]
+        assert "answer" in walks[0] and "start_changed_homes" not in walks[0], "the decision's walk, taken once"
+        assert "_trustworthy" in walks[1], "nothing walked between the decision and the listing's end"
+        if len(walks) == 4:
+            break
+        assert len(walks) == 2, walks  # the trust check failed: nothing more is observed
+    callers = [walk[-1] for walk in walks]
+    assert callers == ["_home_digest", "codex_inventory_fingerprint", "_home_digest", "_home_digest"], walks
+    assert "keep_next_idle_answer" in walks[2] and "keep" in walks[3], "the next answer's two"
     assert run["lent"] == 0, "nothing lent is left for a later fingerprint"
     # what was kept is right: the next sync is answered from it, as the normal path answers
     fast = agentctl(["sync", "--json"], world.env())
