@@ -43,13 +43,14 @@ def answer_idle_sync(argv: list[str]) -> bool:
     names, as_json = request
     from lib.pipeline.idle_inputs import answer
 
-    lines = answer(names, os.environ)
+    taken: dict = {}  # the home digests the decision observed: the early start takes them
+    lines = answer(names, os.environ, taken)
     if lines is None:
         # the normal path runs: a source whose home changed will be listed, so its Codex
         # starts now, while the normal path imports (lib/pipeline/idle_early_start.py)
         from lib.pipeline.idle_early_start import start_changed_homes
 
-        start_changed_homes(names, os.environ)
+        start_changed_homes(names, os.environ, taken)
         return False
     stdout = sys.stdout
     if stdout is None:

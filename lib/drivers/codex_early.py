@@ -14,6 +14,9 @@ The normal path then uses what was started, or ends it:
 - `adopt`: the driver's start (codex_app_server.py) takes the running child instead of
   spawning one, only when its planned launch (program and arguments, the whole
   environment, the working directory) is exactly the one started here.
+- `lend_fingerprints`: digests a caller has just taken (the normal path's decision of
+  the next run's idle answer, lib/pipeline/sync.py) are what the fingerprints of those
+  homes take, once each, until `end_lending`: the home is walked once, not twice.
 - `discard`: every child not adopted is ended (stdin closed, then as
   child_process.end does): `run_sync` calls it once it has started what it needs, and
   at exit it runs whatever happened (an error, an idle run, ^C). A child whose agentctl
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _started: list[_Early] = []
 _registered = False
+_lent: dict[tuple[str, str, str], Any] = {}  # (program, home, databases) -> HomeDigest
 
 
 class _Early:
@@ -86,13 +90,28 @@ def start(recipe: Mapping[str, Any], program: str, fingerprint: Any, environ: Ma
 
 
 def take_fingerprint(program: str, home: str, databases: str) -> Any:
-    """The digest taken before this home's Codex was started early (once), or None."""
+    """The digest taken before this home's Codex was started early, or the one lent for
+    it (`lend_fingerprints`), once; None when there is neither."""
     with _lock:
         for early in _started:
             if early.home == (program, home, databases) and early.fingerprint is not None:
                 fingerprint, early.fingerprint = early.fingerprint, None
                 return fingerprint
-    return None
+        return _lent.pop((program, home, databases), None)
+
+
+def lend_fingerprints(digests: Mapping[tuple[str, str, str], Any]) -> None:
+    """Digests just taken, by (program, home, databases): the next fingerprint of each
+    home takes its own (once) instead of walking the home again. For a caller that
+    observed the homes right before a decision that fingerprints them; it must call
+    `end_lending` when the decision is made (a digest lent and not taken goes stale)."""
+    with _lock:
+        _lent.update(digests)
+
+
+def end_lending() -> None:
+    with _lock:
+        _lent.clear()
 
 
 def adopt(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> subprocess.Popen[bytes] | None:

@@ -20,11 +20,14 @@ from lib.pipeline import idle_inputs
 TYPE_CHECKING = False  # typing itself is not imported on the fast path
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
 
-def start_changed_homes(names: list[str], environ: Mapping[str, str]) -> int:
+def start_changed_homes(names: list[str], environ: Mapping[str, str], taken: Mapping[str, Any] | None = None) -> int:
     """Start the Codex of every kept source whose home changed; how many were started.
-    Never raises: in any doubt nothing is started and the driver starts it as before."""
+    `taken`: the digests `idle_inputs.answer` just observed (`observe`'s), used instead of
+    walking each home again (they too were taken before anything started). Never raises:
+    in any doubt nothing is started and the driver starts it as before."""
     if environ.get(idle_inputs.DISABLE_VARIABLE):
         return 0
     try:
@@ -38,11 +41,21 @@ def start_changed_homes(names: list[str], environ: Mapping[str, str]) -> int:
         for source_id, recipe in plan["sources"].items():
             if not isinstance(recipe, dict) or recipe.get("kind") != "codex-home" or "launch" not in recipe:
                 continue
-            program = find_codex_program(recipe["codexBin"], environ)
-            taken = home_digest(program, recipe["home"], recipe["databases"]) if program is not None else None
-            if taken is None or not isinstance(digests, dict) or taken.digest == digests.get(source_id):
+            program, digest = _digest(recipe, environ, (taken or {}).get(source_id))
+            if digest is None or not isinstance(digests, dict) or digest.digest == digests.get(source_id):
                 continue  # cannot be told, or unchanged: the normal path decides as before
-            started += codex_early.start(recipe, program, taken, environ)
+            started += codex_early.start(recipe, program, digest, environ)
         return started
     except Exception:  # noqa: BLE001 - only a head start: without it the driver starts Codex itself
         return 0
+
+
+def _digest(recipe: Mapping[str, Any], environ: Mapping[str, str], observed: Any) -> tuple[str | None, Any]:
+    """(program, home digest) of a kept source: the one observed for this very home and
+    program if there is one, else taken now."""
+    program = find_codex_program(recipe["codexBin"], environ)
+    if program is None:
+        return None, None
+    if observed is not None and observed[0] == (program, recipe["home"], recipe["databases"]):
+        return program, observed[1]
+    return program, home_digest(program, recipe["home"], recipe["databases"])

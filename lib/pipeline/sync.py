@@ -9,7 +9,7 @@ listed at all (unchanged_sources.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lib.drivers.base import DriverError
 from lib.pipeline.records import Item, RecordSink, data_of, error_record, kind_of
@@ -18,7 +18,7 @@ from lib.pipeline.unchanged_sources import UnchangedSources
 if TYPE_CHECKING:  # what only a sync that lists needs is imported when it lists
     from lib.fabric.target import FabricTarget
     from lib.pipeline.driver_pool import DriverPool
-    from lib.pipeline.idle_answer import IdleAnswerKeeper
+    from lib.pipeline.idle_answer import Before, IdleAnswerKeeper
     from lib.pipeline.runner import Progress
     from lib.reconcile import SignalSource
     from lib.workspace import Workspace
@@ -51,8 +51,21 @@ def run_sync(
     stages' imports and set-up instead of following them."""
     target = workspace.open_target()
     unchanged = UnchangedSources(workspace, target, full=full)
-    before = idle_answer.before(unchanged) if idle_answer is not None and not full else None
-    idle = None if workspace.config.checkout_roots else unchanged.idle_publication(source_ids)
+    before = None
+    if workspace.config.checkout_roots:
+        idle = None  # such a run scans checkouts: never idle
+    elif idle_answer is None or full:
+        idle = unchanged.idle_publication(source_ids)
+    elif all(unchanged.check(source_id).unchanged for source_id in source_ids):
+        # Every source unchanged: decided again between the observations the answer is
+        # kept with (the checks above came before them). A source that changed needs
+        # neither: it is listed, and observing its home again (a walk of every rollout)
+        # would only delay its listing.
+        fresh, before, idle = observed_decision(workspace, target, source_ids, idle_answer)
+        if idle is not None:  # the records are the decision's; a run that lists keeps the first
+            unchanged = fresh  # checks (a fingerprint may be the one taken before Codex started)
+    else:
+        idle = None
     if idle is not None:  # every source unchanged: nothing to publish, nothing to start
         from lib.drivers import codex_early
         from lib.pipeline.idle_answer import idle_records
@@ -103,17 +116,38 @@ def keep_next_idle_answer(
     from lib.pipeline.idle_answer import idle_records
 
     try:
-        fresh = UnchangedSources(workspace, target)
         # no kept publication (a source was not kept): the next run lists; nothing to observe
-        unkept = workspace.config.checkout_roots or fresh.book.load_publication() is None
-        before = None if unkept else idle_answer.before(fresh)
-        idle = fresh.idle_publication(source_ids) if before is not None else None
+        unkept = workspace.config.checkout_roots or UnchangedSources(workspace, target).book.load_publication() is None
+        fresh, before, idle = (None, None, None) if unkept else observed_decision(
+            workspace, target, source_ids, idle_answer, observed_only=True)
     except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
         idle = None
     if idle is None:
         idle_answer.forget()
         return
     idle_answer.keep(before, fresh, idle_records(fresh, source_ids, idle))
+
+
+def observed_decision(
+    workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper, *,
+    observed_only: bool = False,
+) -> tuple[UnchangedSources, Before | None, dict[str, Any] | None]:
+    """The idle decision on a fresh UnchangedSources, after the inputs an idle answer is
+    kept with are observed (`before`); its fingerprints are the home digests that
+    observation took, so each home is walked once, not twice. `observed_only`: no
+    decision (None) when the inputs cannot be observed."""
+    from lib.drivers import codex_early
+
+    fresh = UnchangedSources(workspace, target)
+    taken: dict[str, Any] = {}
+    before = idle_answer.before(fresh, taken)
+    if before is None and observed_only:
+        return fresh, None, None
+    codex_early.lend_fingerprints(dict(taken.values()))
+    try:
+        return fresh, before, fresh.idle_publication(source_ids)
+    finally:
+        codex_early.end_lending()  # a digest not taken must not serve a later fingerprint
 
 
 def early_sequences(target: FabricTarget, source_ids: list[str], listed: list[str]) -> dict[str, int]:
