@@ -7,9 +7,12 @@ driver, whose gates hold a read open (a real provider cannot be paused mid-read)
 
 from __future__ import annotations
 
+from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
+from lib.pipeline.read_stage import ReadSession
 from lib.pipeline.records import kind_of
 from lib.types import SessionSummary
+from tests.pipeline.test_read_ahead import stage_over
 from tests.pipeline.test_read_ahead_depth import SizedDriver, read_ids, run_holding, sessions
 
 
@@ -68,3 +71,20 @@ def test_a_driver_without_a_size_hint_reads_nothing_early_fake() -> None:
     assert read_ids(seen) == [f"s{n}" for n in range(1, 7)]
     assert driver.calls_of("read") == [("read", f"s{n}") for n in range(1, 7)]
     assert ahead.early_started == 0
+
+
+def test_a_read_out_of_order_drops_the_early_read_too_fake() -> None:
+    driver = HintedDriver(source_id="codex", snapshots=sessions(6), answer_bytes=10, large={"s4"})
+    ahead = ReadAhead(depth=4, budget=1 << 20, early_bytes=1000)
+    pool, stage = stage_over(driver, ahead)
+    try:
+        for item in ahead.feed(list_source(driver)):
+            if any(isinstance(out, ReadSession) for out in stage.handle(item)):
+                break  # s1 read; s2, s3 queued in order, s4 begun early
+        assert ahead.early_started == 1
+        reader = ahead.reader("codex", driver)
+        assert reader.read_session("s6").summary.native_session_id == "s6"  # out of order
+        assert ahead.take("codex", "s4") is None, "the early read was dropped with the queued ones"
+    finally:
+        stage.close()
+        pool.close()
