@@ -2,7 +2,7 @@
 
 - Length: `LineReader` splits the output into lines of at most `limit` bytes. A longer
   line raises `LineTooLong` as soon as the limit is passed, having held at most the limit
-  plus one read (64 KiB), never the whole line: a provider that floods a line, or never
+  plus one read (64 KiB, or 1 MiB within a line that spans reads), never the whole line: a provider that floods a line, or never
   ends one, costs no more memory than the limit.
 - Silence: `OutputMeter` notes when anything last arrived (any bytes, a whole message or
   not), and a `StallWatch` tells how long a pending call has gone without anything: the
@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 READ_SIZE = 65536
+LONG_READ_SIZE = 1 << 20  # within a line that spans reads: a large answer in few reads (child_process widens the pipe)
 
 
 class LineTooLong(Exception):
@@ -105,7 +106,7 @@ class LineReader:
         return self._ready.popleft()
 
     def _read(self) -> None:
-        chunk = self._stream.read1(READ_SIZE)
+        chunk = self._stream.read1(LONG_READ_SIZE if self._pieces else READ_SIZE)
         if not chunk:
             self._ended = True
             if self._pieces:

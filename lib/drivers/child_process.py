@@ -12,6 +12,7 @@ number that is free again is never signalled.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
@@ -19,11 +20,15 @@ import subprocess
 from collections.abc import Mapping, Sequence
 
 GRACE_SECONDS = 5.0  # how long each step of an orderly end waits for the child to exit
+# The child's stdout pipe holds this much (Linux's default is 64 KiB, its unprivileged most
+# 1 MiB): a 13 MB answer then crosses in 13 reads, not 200, each of which needs the GIL back
+# from a busy main thread (session 24, a large session read early).
+STDOUT_PIPE_BYTES = 1 << 20
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:
     """The child, with pipes for stdin, stdout and stderr, leading a process group of its own."""
-    return subprocess.Popen(
+    process = subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -32,6 +37,21 @@ def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -
         cwd=cwd,
         process_group=0,
     )
+    assert process.stdout is not None
+    widen_pipe(process.stdout.fileno())
+    return process
+
+
+def widen_pipe(fd: int) -> None:
+    """Let the pipe `fd` hold STDOUT_PIPE_BYTES; where it cannot (not Linux, over the
+    user's pipe quota) it keeps its size."""
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setting is None:
+        return
+    try:
+        fcntl.fcntl(fd, setting, STDOUT_PIPE_BYTES)
+    except OSError:
+        pass
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -36,6 +36,7 @@ from lib.drivers.codex_threads import (
     list_params,
     page_follows,
     page_from_list,
+    rollout_bytes,
     snapshot_from_read,
 )
 from lib.drivers.jsonrpc_messages import RpcError, TransportClosed
@@ -48,6 +49,7 @@ from lib.types import (
     NativeSessionSnapshot,
     PromptInput,
     SessionPage,
+    SessionSummary,
 )
 
 if TYPE_CHECKING:
@@ -217,6 +219,10 @@ class CodexAppServerDriver(AgentDriver):
             result, size = self._call_sized("thread/read", {"threadId": native_session_id, "includeTurns": False})
             with_turns = False
         return snapshot_from_read(result, with_turns=with_turns, active_override=owned), size
+
+    def read_size_hint(self, summary: SessionSummary) -> int | None:
+        """How large this session's read is, before it is made (a read-ahead reads a large one early)."""
+        return rollout_bytes(summary)
 
     # -- commands --------------------------------------------------------------------
 

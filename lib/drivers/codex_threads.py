@@ -9,6 +9,7 @@ when read, and a turn's items only make sense with its status.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -137,6 +138,18 @@ def summary_from_thread(
         active=True if active_override else lifecycle_active(thread),
         raw=raw,
     )
+
+
+def rollout_bytes(summary: SessionSummary) -> int | None:
+    """The size of the thread's rollout file (`path` as thread/list gave it), which is what
+    Codex reads to answer thread/read; None when it has no path or the file cannot be seen."""
+    path = summary.raw.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return None
 
 
 def _raw_thread(thread: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,18 @@ them (`read_session_sized`; a driver that cannot tell counts each read as the wh
 budget, so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the
 held answers are at most the budget plus one session (the last one begun under it):
 with large sessions this is the two sessions it always was, plus the budget.
+
+A large session is read early (session 24). Codex takes about half a second for a
+thread of 38 MB, which one read 32 sessions ahead cannot hide: the main thread waited for
+most of it. A driver that can tell how large a session's read will be before it is made
+(`read_size_hint`: the Codex driver gives the size of the rollout file) has the first
+session of at least `EARLY_BYTES` among the next `HORIZON` records read at once on a
+thread of its own, beside the reads in order (Codex answers both at once), so its answer
+is ready when the read stage comes to it. One such read at a time, and the next begins
+only once the read stage has taken the session after the one read early (that one is
+published by then): the memory bound above gains at most one large session, never while
+another large session read early is held or being published. A large session that
+cannot be read early holds the reads in order back until it can be.
 """
 
 from __future__ import annotations
@@ -41,6 +53,9 @@ from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
 DEPTH = 32  # sessions read ahead and not yet taken (the one being read included): see docs/store-size-and-speed.md, session 22
 BYTE_BUDGET = 4 << 20  # provider answer bytes held ahead before another read begins
+HORIZON = 256  # records looked at ahead for a large session to read early
+EARLY_BYTES = 4 << 20  # a session whose read_size_hint is at least this is read early
+_WIDEN = 2  # records the look-ahead widens by per record yielded, past DEPTH (so no first read waits for many pages)
 _END = object()
 
 
@@ -53,6 +68,7 @@ class _PendingRead:
         self.size = 0  # the answer's bytes, once read
         self.dropped = False  # taken, or the read stage will not take it: not begun, or let go
         self.counted = False  # its answer counts against the budget (read, not yet let go)
+        self.early = False  # read on its own thread, outside the budget (a large session)
         self._call: Callable[[], tuple[NativeSessionSnapshot, int]] | None = call
         self._result: NativeSessionSnapshot | None = None
         self._error: BaseException | None = None
@@ -141,22 +157,31 @@ class _Worker:
 
 
 class ReadAhead:
-    def __init__(self, *, depth: int = DEPTH, budget: int = BYTE_BUDGET) -> None:
+    def __init__(self, *, depth: int = DEPTH, budget: int = BYTE_BUDGET, horizon: int = HORIZON,
+                 early_bytes: int = EARLY_BYTES) -> None:
         self.depth = depth
         self.budget = budget
+        self.horizon = max(horizon, depth + 1)
+        self.early_bytes = early_bytes
         self._window: collections.deque[Item] = collections.deque()  # items fed ahead, not yet yielded
         self._considered = 0  # of the window's items, those start_next has looked at
+        self._scanned = 0  # of the window's items, those looked at for a large session to read early
         self._pending: collections.deque[_PendingRead] = collections.deque()  # queued reads, in order
         self._worker: _Worker | None = None
+        self._early: _PendingRead | None = None  # the large session read early, not yet taken
+        self._early_taken = False  # the last take was the early read: its session may be being published
         self.started = 0  # reads begun ahead (for tests and the bench)
         self.used = 0  # of which the read stage took the result
         self.most_pending = 0  # the most reads queued and not taken at once (for tests and the bench)
+        self.early_started = 0  # of the reads begun ahead, those of large sessions read early
 
     def feed(self, items: Iterable[Item]) -> Iterator[Item]:
-        """`items` unchanged, pulled up to `depth` ahead so the next summaries are known."""
+        """`items` unchanged, pulled up to `depth` ahead so the next summaries are known,
+        and then a little further with each record yielded, up to `horizon` ahead."""
         iterator = iter(items)
+        reach = self.depth + 1
         while True:
-            while len(self._window) <= self.depth:
+            while len(self._window) < reach:
                 following = next(iterator, _END)
                 if following is _END:
                     break
@@ -165,12 +190,16 @@ class ReadAhead:
                 return
             current = self._window.popleft()
             self._considered = max(self._considered - 1, 0)
+            self._scanned = max(self._scanned - 1, 0)
+            reach = min(reach + _WIDEN, self.horizon)
             yield current
 
     def start_next(self, source_id: str, driver: AgentDriver, will_read: Callable[[SessionSummary], bool]) -> None:
         """Queue reads of the upcoming summaries that belong to `source_id` and that
-        `will_read` says the read stage will read, up to `depth` reads not yet taken. A
-        summary of another source (or a record that ends the listing) stops the queue."""
+        `will_read` says the read stage will read, up to `depth` reads not yet taken, and
+        begin the read of a large session further ahead early. A summary of another
+        source (or a record that ends the listing) stops the queue."""
+        hint = getattr(driver, "read_size_hint", None)
         while len(self._pending) < self.depth and self._considered < len(self._window):
             upcoming = self._window[self._considered]
             if kind_of(upcoming) != "summary":
@@ -181,9 +210,22 @@ class ReadAhead:
                 # another source's summary waits for that source's reads; an invalid one
                 # (reported by the read stage) stops the queue too, as a direct read would
                 return
-            self._considered += 1
             if will_read(summary[1]):  # else retained: the read stage will not read it
-                self._queue(source_id, summary[1].native_session_id, driver)
+                session_id = summary[1].native_session_id
+                early = self._early
+                if early is None or (early.source_id, early.session_id) != (source_id, session_id):
+                    if self._large(hint, summary[1]):
+                        early = self._begin_early(source_id, session_id, driver)
+                        if early is None:
+                            return  # it waits for the large session read early before it
+                    else:
+                        early = None
+                if early is not None:
+                    self._pending.append(early)  # in its place among the reads in order
+                else:
+                    self._queue(source_id, session_id, driver)
+            self._considered += 1
+        self._look_for_large(source_id, driver, will_read, hint)
 
     def waiting_for_room(self) -> threading.Event | None:
         """Set while the next read waits for held answers to be taken (None before any read)."""
@@ -193,29 +235,37 @@ class ReadAhead:
         return _Reader(self, source_id, driver)
 
     def take(self, source_id: str, session_id: str) -> NativeSessionSnapshot | None:
-        """The read queued for this session (its failure raised), or None after dropping
-        every queued read (a read of another session comes first: the order is the read
-        stage's)."""
-        if not self._pending:
+        """The read queued (or begun early) for this session (its failure raised), or None
+        after dropping every queued read (a read of another session comes first: the
+        order is the read stage's)."""
+        self._early_taken = False  # the session taken before this one is published by now
+        wanted = (source_id, session_id)
+        early = self._early
+        if self._pending and (self._pending[0].source_id, self._pending[0].session_id) == wanted:
+            pending = self._pending.popleft()
+        elif early is not None and (early.source_id, early.session_id) == wanted:
+            self._drop_all(keep=early)  # the reads queued before it will not be taken
+            pending = early
+        else:
+            if self._pending or early is not None:
+                self._drop_all()
             return None
-        pending = self._pending[0]
-        if (pending.source_id, pending.session_id) != (source_id, session_id):
-            self._drop_all()
-            return None
-        self._pending.popleft()
         self.used += 1
+        if pending.early:
+            self._early, self._early_taken = None, True
         try:
             return pending.result()
         finally:
-            assert self._worker is not None
-            self._worker.release(pending)
+            if not pending.early:
+                assert self._worker is not None
+                self._worker.release(pending)
 
     def close(self) -> None:
         """Drop the queued reads; one that runs finishes (it ends when its driver stops)
         and its result is dropped."""
         self._drop_all(wait=False)
         self._window.clear()
-        self._considered = 0
+        self._considered = self._scanned = 0
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
@@ -234,15 +284,45 @@ class ReadAhead:
             return None  # the read stage reports it
         return normalize_source_id(str(data.get("sourceId", ""))), summary
 
+    def _large(self, hint: Callable[[SessionSummary], int | None] | None, summary: SessionSummary) -> bool:
+        """Whether the driver tells that this session's read is large (see EARLY_BYTES)."""
+        if hint is None:
+            return False
+        size = hint(summary)
+        return size is not None and size >= self.early_bytes
+
+    def _look_for_large(self, source_id: str, driver: AgentDriver, will_read: Callable[[SessionSummary], bool],
+                        hint: Callable[[SessionSummary], int | None] | None) -> None:
+        """Begin the read of the first large session past the reads queued, within the
+        horizon, when no other large session read early is held or being published."""
+        if hint is None:
+            return
+        self._scanned = max(self._scanned, self._considered)
+        while self._scanned < len(self._window) and self._early is None and not self._early_taken:
+            upcoming = self._window[self._scanned]
+            if kind_of(upcoming) == "summary":
+                summary = self._summary_of(upcoming)
+                if summary is None or summary[0] != source_id:
+                    return  # as for the reads in order: nothing past another source's summary
+                if will_read(summary[1]) and self._large(hint, summary[1]):
+                    self._begin_early(source_id, summary[1].native_session_id, driver)
+            self._scanned += 1
+
+    def _begin_early(self, source_id: str, session_id: str, driver: AgentDriver) -> _PendingRead | None:
+        """The read of a large session begun on a thread of its own (None while another
+        large session read early is held or being published)."""
+        if self._early is not None or self._early_taken:
+            return None
+        pending = _PendingRead(source_id, session_id, _sized_read(driver, session_id, self.budget))
+        pending.early = True
+        self._early = pending
+        threading.Thread(target=pending.run, daemon=True, name="read-early").start()
+        self.started += 1
+        self.early_started += 1
+        return pending
+
     def _queue(self, source_id: str, session_id: str, driver: AgentDriver) -> None:
-        sized: Any = getattr(driver, "read_session_sized", None)
-        if sized is None:  # a driver that cannot tell its answer's size takes the whole budget
-            budget = self.budget
-
-            def sized(native_id: str) -> tuple[NativeSessionSnapshot, int]:
-                return driver.read_session(native_id), budget
-
-        pending = _PendingRead(source_id, session_id, lambda: sized(session_id))
+        pending = _PendingRead(source_id, session_id, _sized_read(driver, session_id, self.budget))
         if self._worker is None:
             self._worker = _Worker(self.budget)
         self._pending.append(pending)
@@ -250,14 +330,29 @@ class ReadAhead:
         self.started += 1
         self.most_pending = max(self.most_pending, len(self._pending))
 
-    def _drop_all(self, *, wait: bool = True) -> None:
+    def _drop_all(self, *, wait: bool = True, keep: _PendingRead | None = None) -> None:
+        """Drop the queued reads and the one begun early (unless it is `keep`)."""
         pending, self._pending = self._pending, collections.deque()
         for job in pending:
+            if job.early:
+                continue  # not the worker's: let go below
             if self._worker is not None:
                 self._worker.release(job)
             if wait and job.done is False:
                 job.wait()  # the one running ends; the rest are skipped, not begun
-        self._considered = len(self._window)  # what was looked at is not queued again
+        if self._early is not None and self._early is not keep:
+            self._early.dropped = True  # its thread ends with its read; the answer goes with it
+            self._early = None
+        self._considered = self._scanned = len(self._window)  # what was looked at is not queued again
+
+
+def _sized_read(driver: AgentDriver, session_id: str, budget: int) -> Callable[[], tuple[NativeSessionSnapshot, int]]:
+    """The read of one session with its answer's bytes; a driver that cannot tell them
+    counts the read as the whole budget."""
+    sized: Any = getattr(driver, "read_session_sized", None)
+    if sized is None:
+        return lambda: (driver.read_session(session_id), budget)
+    return lambda: sized(session_id)
 
 
 class _Reader:

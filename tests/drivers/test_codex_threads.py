@@ -15,6 +15,7 @@ from lib.drivers.codex_threads import (
     lifecycle_active,
     next_cursor,
     parse_cursor,
+    rollout_bytes,
     snapshot_from_read,
     summary_from_thread,
 )
@@ -106,3 +107,12 @@ def test_the_origin_url_codex_recorded_loses_its_credentials_in_the_raw_thread(o
     assert raw["gitInfo"] == {"sha": "a" * 40, "branch": "main", "originUrl": published}
     assert thread["gitInfo"]["originUrl"] == origin  # the provider's own object is not changed
     assert "turns" not in raw
+
+
+def test_a_threads_read_size_hint_is_its_rollout_files_size(tmp_path):
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_bytes(b"x" * 12345)
+    listed = summary_from_thread({"id": "t1", "path": str(rollout)}, archived=False)
+    assert rollout_bytes(listed) == 12345
+    assert rollout_bytes(summary_from_thread({"id": "t2", "path": str(tmp_path / "gone")}, archived=False)) is None
+    assert rollout_bytes(summary_from_thread({"id": "t3"}, archived=False)) is None
