@@ -31,6 +31,14 @@ def stage_over(driver: ScriptedDriver, ahead: ReadAhead, retain: RetainOnly | No
     return pool, stage
 
 
+def handle_until_first_read(stage: ReadStage, ahead: ReadAhead, driver: ScriptedDriver) -> None:
+    """Feed the listing to the stage until it has read its first session (the reads after
+    it queued or begun, as the read-ahead decides)."""
+    for item in ahead.feed(list_source(driver)):
+        if any(isinstance(out, ReadSession) for out in list(stage.handle(item))):
+            return
+
+
 def run_all(stage: ReadStage, ahead: ReadAhead, driver: ScriptedDriver) -> list:
     out = []
     for item in ahead.feed(list_source(driver)):

@@ -12,7 +12,7 @@ from lib.pipeline.read_stage import ReadSession
 from lib.pipeline.records import kind_of
 from lib.types import NativeSessionSnapshot
 from tests.fabric.target_helpers import snapshot
-from tests.pipeline.test_read_ahead import stage_over
+from tests.pipeline.test_read_ahead import handle_until_first_read, stage_over
 from tests.support.scripted_driver import GATE_GUARD_SECONDS, ScriptedDriver
 
 
@@ -127,12 +127,8 @@ def test_a_read_of_a_session_out_of_order_drops_the_queued_reads_and_reads_direc
     driver = SizedDriver(source_id="codex", snapshots=sessions(4), answer_bytes=10)
     ahead = ReadAhead(depth=3, budget=1 << 20)
     pool, stage = stage_over(driver, ahead)
-    items = ahead.feed(list_source(driver))
     try:
-        for item in items:
-            outs = list(stage.handle(item))
-            if any(isinstance(out, ReadSession) for out in outs):
-                break  # s1 read; s2..s4 queued behind it
+        handle_until_first_read(stage, ahead, driver)  # s1 read; s2..s4 queued behind it
         reader = ahead.reader("codex", driver)
         assert reader.read_session("s4").summary.native_session_id == "s4"  # out of order
         assert ahead.take("codex", "s2") is None, "the queued reads were dropped"

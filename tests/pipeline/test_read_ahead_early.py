@@ -7,12 +7,10 @@ driver, whose gates hold a read open (a real provider cannot be paused mid-read)
 
 from __future__ import annotations
 
-from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
-from lib.pipeline.read_stage import ReadSession
 from lib.pipeline.records import kind_of
 from lib.types import SessionSummary
-from tests.pipeline.test_read_ahead import stage_over
+from tests.pipeline.test_read_ahead import handle_until_first_read, stage_over
 from tests.pipeline.test_read_ahead_depth import SizedDriver, read_ids, run_holding, sessions
 
 
@@ -78,9 +76,7 @@ def test_a_read_out_of_order_drops_the_early_read_too_fake() -> None:
     ahead = ReadAhead(depth=4, budget=1 << 20, early_bytes=1000)
     pool, stage = stage_over(driver, ahead)
     try:
-        for item in ahead.feed(list_source(driver)):
-            if any(isinstance(out, ReadSession) for out in stage.handle(item)):
-                break  # s1 read; s2, s3 queued in order, s4 begun early
+        handle_until_first_read(stage, ahead, driver)  # s1 read; s2, s3 queued in order, s4 begun early
         assert ahead.early_started == 1
         reader = ahead.reader("codex", driver)
         assert reader.read_session("s6").summary.native_session_id == "s6"  # out of order
