@@ -24,7 +24,7 @@ statement journal of its own (as it would a savepoint): the price, paid on that 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import accumulate
 
 from lib.fabric import stored_values
@@ -56,25 +56,30 @@ class RowsOut:
     def insert_fresh(self, writes: list[RowWrite]) -> None:
         """Insert the rows of cells that have none; RowExists when one has a row (the
         caller's transaction, rolled back, then takes the rules' path)."""
-        if not writes:
-            return
         rows = in_key_order(writes)  # in key order: each B-tree page is visited once
         label_ids = self._label_ids(writes)
-        stored_ids = [k if type(k) is bytes else k.encode() for k, _ in rows]
-        values = [self._stored(w) for _, w in rows]
-        kinds = bytearray(2 * len(rows))
-        kinds[0::2] = bytes(_KIND[type(k)] for k, _ in rows)
-        kinds[1::2] = bytes(_KIND[type(v)] for v in values)
-        values = [v.encode() if type(v) is str else v or b"" for v in values]
+        stored = [self._stored(w) for _, w in rows]
         try:
-            self._conn.execute(INSERT_MANY, (
-                self._space_id, self._seq, len(rows),
-                b"".join(stored_ids), _numbers(accumulate(map(len, stored_ids))),
-                b"".join(values), _numbers(accumulate(map(len, values))),
-                bytes(kinds), _numbers(label_ids[id(w.labels)] for _, w in rows),
-            ))
+            for start, end in _groups(stored):
+                self._insert_many(rows[start:end], stored[start:end], label_ids)
         except sqlite3.IntegrityError as exc:  # a row exists: SQLite stopped at it
             raise RowExists() from exc
+
+    def _insert_many(
+        self, rows: list[tuple[str | bytes, RowWrite]], stored: list[str | bytes | None], label_ids: dict[int, int]
+    ) -> None:
+        """One INSERT_MANY statement for these rows (their stored values given)."""
+        stored_ids = [k if type(k) is bytes else k.encode() for k, _ in rows]
+        kinds = bytearray(2 * len(rows))
+        kinds[0::2] = bytes([_KIND[type(k)] for k, _ in rows])
+        kinds[1::2] = bytes([_KIND[type(v)] for v in stored])
+        values = [v.encode() if type(v) is str else v or b"" for v in stored]
+        ids_end, values_end = _numbers(accumulate(map(len, stored_ids))), _numbers(accumulate(map(len, values)))
+        labels = _numbers([label_ids[id(w.labels)] for _, w in rows])
+        ids, values = b"".join(stored_ids), b"".join(values)  # the parts go: one copy held
+        self._conn.execute(INSERT_MANY, (
+            self._space_id, self._seq, len(rows), ids, ids_end, values, values_end, bytes(kinds), labels,
+        ))
 
     def write(self, statement: str, writes: list[RowWrite]) -> None:
         """Write the rows with `statement` (sqlite_schema's UPSERT), row by row."""
@@ -105,12 +110,31 @@ class RowsOut:
 _KIND = {bytes: ord("b"), str: ord("t"), type(None): ord("n")}  # INSERT_MANY's kinds
 
 
+GROUP_BYTES = 2**20  # stored bytes a statement: the payload copies held stay about this
+
+
+def _groups(stored: list[str | bytes | None]) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive rows of about GROUP_BYTES of stored values each (a
+    row larger than that alone): each group is one statement, so the batch's values
+    are never all copied at once (ours joined, then SQLite's copy of the parameter)."""
+    start = size = 0
+    for end, value in enumerate(stored, 1):
+        size += len(value) if value is not None else 0
+        if size >= GROUP_BYTES:
+            yield start, end
+            start, size = end, 0
+    if start < len(stored):
+        yield start, len(stored)
+
+
 def _numbers(numbers: Iterable[int]) -> bytes:
-    """Fixed-width decimals, INSERT_MANY's form of a column of row numbers."""
-    return "".join(map(_NUMBER.format, numbers)).encode("ascii")
+    """Fixed-width decimals, INSERT_MANY's form of a column of row numbers (one %
+    over the column: ten times a format call per number)."""
+    column = tuple(numbers)
+    return ((_NUMBER * len(column)) % column).encode("ascii")
 
 
-_NUMBER = "{:0%dd}" % NUMBER_WIDTH
+_NUMBER = "%%0%dd" % NUMBER_WIDTH
 
 
 def fresh_writes(plan: CommitPlan) -> list[RowWrite] | None:
