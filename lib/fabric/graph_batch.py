@@ -13,15 +13,21 @@ first. Committing many of them together saves a transaction (and its fsync) per
 session. The staged text is bounded by MAX_BYTES and the staged sessions by
 MAX_SESSIONS; a graph is never split between two commits.
 
-A batch that reaches a bound is sealed: the store's stored forms of its texts
-(`Store.stored_forms`: for SQLite the compression, a fifth of a first sync's main
-thread) are made on a second thread while the caller plans and stages the next
-sessions, and the sealed batch is committed, in order, when the next one is sealed or
-at `flush`. A batch is written only once all its stored forms are made, in one
-transaction; a failure making them is that commit's error, and nothing of the batch
-is written. Memory stays one session's graph plus two small batches. A process that
-dies loses at most the uncommitted batches, which nothing links yet: indexes are
-committed only after `flush`.
+A batch that reaches a bound is sealed and handed to a second thread, which makes the
+store's stored forms of its texts (`Store.stored_forms`: for SQLite the compression)
+and then commits it, in one transaction, while the caller plans and stages the next
+sessions: for SQLite both run mostly without the GIL (the rows go in one statement,
+sqlite_rows_out.py), so the caller's thread no longer waits for them (a third of a
+first sync's main thread; docs/store-size-and-speed.md, "Session 23" and "Session
+25"). Batches are committed in order: sealing the next one, or `flush`, first waits for
+the one before, and raises what its commit raised (a failure making its stored forms
+or writing it, which leaves nothing of that batch). The worker commits on its own
+thread's connection of the store, under the store's write lock like any commit.
+Memory stays one session's graph plus two small batches. A process that dies loses at
+most the uncommitted batches, which nothing links yet: indexes are committed only
+after `flush`. Where the store cannot do that work without the GIL
+(`Store.batch_commits_release_gil`), each batch is committed on the caller's thread
+when it is sealed, as before.
 """
 
 from __future__ import annotations
@@ -40,21 +46,21 @@ if TYPE_CHECKING:
 MAX_BYTES = 4 * 2**20  # characters of value text staged before a commit
 MAX_SESSIONS = 64  # sessions staged before a commit
 
-# One thread for the process makes every sealed batch's stored forms, one batch at a
-# time: started once (a thread per batch made the caller wait for each thread's start,
-# which needs the GIL, a few milliseconds a batch on a loaded machine).
+# One thread for the process commits every sealed batch, one batch at a time: started
+# once (a thread per batch made the caller wait for each thread's start, which needs the
+# GIL, a few milliseconds a batch on a loaded machine).
 _worker: ThreadPoolExecutor | None = None
 _worker_lock = threading.Lock()
 
 
-def _stored_forms_worker() -> ThreadPoolExecutor:
+def _batch_worker() -> ThreadPoolExecutor:
     global _worker
     with _worker_lock:
         if _worker is None:
             # imported here: an idle sync imports this module and never commits a graph
             from concurrent.futures import ThreadPoolExecutor
 
-            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentctl-stored-forms")
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentctl-graph-batch")
         return _worker
 
 
@@ -96,28 +102,33 @@ class GraphBatch:
         """Commit everything staged: the sealed batch, then the current one."""
         self._commit_sealed()
         if self._ids:
-            self._sealed = _Sealed(self._target, self._take(), background=False)
+            self._sealed = _Sealed(self._target, self._take(), background=self._background())
             self._commit_sealed()
         self._sessions = 0
 
     def discard(self) -> None:
-        """Drop what is staged and sealed: nothing links it yet (a thread still making
-        stored forms finishes on its own; they are dropped)."""
-        self._sealed = None
+        """Drop what is staged and sealed: nothing links it yet. A sealed batch not yet
+        being committed is not; one being committed is waited for (its error dropped), so
+        that no commit runs on after the caller (who may close the store)."""
+        sealed, self._sealed = self._sealed, None
+        if sealed is not None:
+            sealed.drop()
         self._take()
         self._sessions = 0
 
     def _seal(self) -> None:
-        """Commit the batch sealed before, then seal the current one: its stored forms are
-        made on another thread where the store makes them without the GIL (else it is
-        committed at once, as a batch always was)."""
+        """Wait for the batch sealed before (raising what its commit raised), then seal the
+        current one: it is committed on the worker thread where the store does that
+        without the GIL, else at once."""
         self._commit_sealed()
         if self._ids:
-            background = self._target.store.stored_forms_release_gil()
-            self._sealed = _Sealed(self._target, self._take(), background=background)
-            if not background:
+            self._sealed = _Sealed(self._target, self._take(), background=self._background())
+            if not self._sealed.background:
                 self._commit_sealed()
         self._sessions = 0
+
+    def _background(self) -> bool:
+        return self._target.store.batch_commits_release_gil()
 
     def _take(self) -> tuple[list[str], list[str], set[str]]:
         taken = self._ids, self._texts, self._roots
@@ -125,47 +136,65 @@ class GraphBatch:
         return taken
 
     def _commit_sealed(self) -> None:
+        """The sealed batch committed: waits for it; raises what its commit raised."""
         sealed, self._sealed = self._sealed, None
         if sealed is None:
             return
-        stored = sealed.stored()  # raises what making them raised: nothing is written
-        target = self._target
-        labels = target.labels
-        tx = target.store.transaction(target.space, target.writer)
-        tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
-        write = tx.write
-        if stored is None:
-            for cell_id, text in zip(sealed.ids, sealed.texts, strict=True):
-                write(cell_id, None, labels, text=text)
-        else:
-            for cell_id, text, form in zip(sealed.ids, sealed.texts, stored, strict=True):
-                write(cell_id, None, labels, text=text, stored=form)
-        tx.commit()
+        sealed.committed()
         self.commits += 1
 
 
 class _Sealed:
-    """A batch no longer staged to: its cell IDs and texts, its graphs' roots, and the
-    store's stored forms of its texts, made on the worker thread when `background`."""
+    """A batch no longer staged to: its cell IDs and texts and its graphs' roots, being
+    committed (the store's stored forms of its texts made, then its rows written) on the
+    worker thread when `background`, else when it is sealed."""
 
     def __init__(
         self, target: GraphTarget, taken: tuple[list[str], list[str], set[str]], *, background: bool
     ) -> None:
         self.ids, self.texts, self.roots = taken
+        self.background = background
+        self._target = target
+        self._dropped = False
         from concurrent.futures import Future
 
-        make = target.store.stored_forms
-        self._future: Future[list[str | bytes] | None]
+        self._future: Future[None]
         if background:
-            self._future = _stored_forms_worker().submit(make, target.space, self.texts)
+            self._future = _batch_worker().submit(self._commit)
         else:
             self._future = Future()
             try:
-                self._future.set_result(make(target.space, self.texts))
-            except Exception as error:  # raised at the commit, as the worker's would be
+                self._future.set_result(self._commit())
+            except Exception as error:  # raised by `committed`, as the worker's would be
                 self._future.set_exception(error)
 
-    def stored(self) -> list[str | bytes] | None:
-        """The stored forms (None: the store makes them at commit), once made; raises
-        what making them raised."""
-        return self._future.result()
+    def committed(self) -> None:
+        """Once the batch is committed; raises what committing it raised."""
+        self._future.result()
+
+    def drop(self) -> None:
+        """Commit nothing more of this batch: a commit not started is not; one under way
+        is waited for."""
+        self._dropped = True
+        if not self._future.cancel():
+            try:
+                self._future.result()
+            except Exception:  # dropped with its batch: nothing links what it wrote
+                pass
+
+    def _commit(self) -> None:
+        target = self._target
+        stored = target.store.stored_forms(target.space, self.texts)
+        if self._dropped:
+            return
+        labels = target.labels
+        tx = target.store.transaction(target.space, target.writer)
+        tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
+        write = tx.write
+        if stored is None:
+            for cell_id, text in zip(self.ids, self.texts, strict=True):
+                write(cell_id, None, labels, text=text)
+        else:
+            for cell_id, text, form in zip(self.ids, self.texts, stored, strict=True):
+                write(cell_id, None, labels, text=text, stored=form)
+        tx.commit()

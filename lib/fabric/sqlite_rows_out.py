@@ -12,18 +12,27 @@ rows, in a transaction of its own. So a first sync's graph batches skip reading 
 rows they write (3,000 cells a batch, all absent). Not a savepoint: SQLite copies each
 page first changed under one to a statement journal (a temp file): 200 MB more written
 in a 3,000-thread first sync.
+
+Those rows go to SQLite in one statement (sqlite_schema.INSERT_MANY, their bytes in a
+few bound parameters), so the connection releases the GIL once for the whole insert:
+graph_batch.py commits its batches on a second thread, which with `executemany` would
+wait for the GIL after every row while the main thread runs Python
+(docs/store-size-and-speed.md, "Session 25"). SQLite gives a statement of many rows a
+statement journal of its own (as it would a savepoint): the price, paid on that thread.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Iterator
+from itertools import accumulate
 
 from lib.fabric import stored_values
 from lib.fabric.cell_keys import in_key_order
 from lib.fabric.commit_rules import CommitPlan, RowWrite, Write
 from lib.fabric.documents import Labels
 from lib.fabric.sqlite_labels import LabelRows
-from lib.fabric.sqlite_schema import INSERT
+from lib.fabric.sqlite_schema import INSERT_MANY, NUMBER_WIDTH
 
 
 class RowExists(Exception):
@@ -47,27 +56,85 @@ class RowsOut:
     def insert_fresh(self, writes: list[RowWrite]) -> None:
         """Insert the rows of cells that have none; RowExists when one has a row (the
         caller's transaction, rolled back, then takes the rules' path)."""
+        rows = in_key_order(writes)  # in key order: each B-tree page is visited once
+        label_ids = self._label_ids(writes)
+        stored = [self._stored(w) for _, w in rows]
         try:
-            self.write(INSERT, writes)
+            for start, end in _groups(stored):
+                self._insert_many(rows[start:end], stored[start:end], label_ids)
         except sqlite3.IntegrityError as exc:  # a row exists: SQLite stopped at it
             raise RowExists() from exc
 
+    def _insert_many(
+        self, rows: list[tuple[str | bytes, RowWrite]], stored: list[str | bytes | None], label_ids: dict[int, int]
+    ) -> None:
+        """One INSERT_MANY statement for these rows (their stored values given)."""
+        stored_ids = [k if type(k) is bytes else k.encode() for k, _ in rows]
+        kinds = bytearray(2 * len(rows))
+        kinds[0::2] = bytes([_KIND[type(k)] for k, _ in rows])
+        kinds[1::2] = bytes([_KIND[type(v)] for v in stored])
+        values = [v.encode() if type(v) is str else v or b"" for v in stored]
+        ids_end, values_end = _numbers(accumulate(map(len, stored_ids))), _numbers(accumulate(map(len, values)))
+        labels = _numbers([label_ids[id(w.labels)] for _, w in rows])
+        ids, values = b"".join(stored_ids), b"".join(values)  # the parts go: one copy held
+        self._conn.execute(INSERT_MANY, (
+            self._space_id, self._seq, len(rows), ids, ids_end, values, values_end, bytes(kinds), labels,
+        ))
+
     def write(self, statement: str, writes: list[RowWrite]) -> None:
-        """Write the rows with `statement` (sqlite_schema's INSERT or UPSERT)."""
-        space_id, seq, space = self._space_id, self._seq, self._space
-        # rows mostly share one Labels object: each object is hashed once, not each row
-        by_object = {id(w.labels): w.labels for w in writes}
-        ids = {labels: self._labels.id_of(self._conn, labels, self._new_labels) for labels in set(by_object.values())}
-        label_ids = {at: ids[labels] for at, labels in by_object.items()}
+        """Write the rows with `statement` (sqlite_schema's UPSERT), row by row."""
+        space_id, seq = self._space_id, self._seq
+        label_ids = self._label_ids(writes)
         self._conn.executemany(  # in key order: each B-tree page is visited once
             statement,
             (
-                (space_id, stored_id, seq, label_ids[id(w.labels)],
-                 None if w.text is None
-                 else w.stored if w.stored is not None else stored_values.encode(w.text, space))
+                (space_id, stored_id, seq, label_ids[id(w.labels)], self._stored(w))
                 for stored_id, w in in_key_order(writes)
             ),
         )
+
+    def _label_ids(self, writes: list[RowWrite]) -> dict[int, int]:
+        """Each write's labels id, by id() of its Labels object (inserted when new)."""
+        # rows mostly share one Labels object: each object is hashed once, not each row
+        by_object = {id(w.labels): w.labels for w in writes}
+        ids = {labels: self._labels.id_of(self._conn, labels, self._new_labels) for labels in set(by_object.values())}
+        return {at: ids[labels] for at, labels in by_object.items()}
+
+    def _stored(self, write: RowWrite) -> str | bytes | None:
+        """The row's value column: None deletes."""
+        if write.text is None:
+            return None
+        return write.stored if write.stored is not None else stored_values.encode(write.text, self._space)
+
+
+_KIND = {bytes: ord("b"), str: ord("t"), type(None): ord("n")}  # INSERT_MANY's kinds
+
+
+GROUP_BYTES = 2**20  # stored bytes a statement: the payload copies held stay about this
+
+
+def _groups(stored: list[str | bytes | None]) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive rows of about GROUP_BYTES of stored values each (a
+    row larger than that alone): each group is one statement, so the batch's values
+    are never all copied at once (ours joined, then SQLite's copy of the parameter)."""
+    start = size = 0
+    for end, value in enumerate(stored, 1):
+        size += len(value) if value is not None else 0
+        if size >= GROUP_BYTES:
+            yield start, end
+            start, size = end, 0
+    if start < len(stored):
+        yield start, len(stored)
+
+
+def _numbers(numbers: Iterable[int]) -> bytes:
+    """Fixed-width decimals, INSERT_MANY's form of a column of row numbers (one %
+    over the column: ten times a format call per number)."""
+    column = tuple(numbers)
+    return ((_NUMBER * len(column)) % column).encode("ascii")
+
+
+_NUMBER = "%%0%dd" % NUMBER_WIDTH
 
 
 def fresh_writes(plan: CommitPlan) -> list[RowWrite] | None:

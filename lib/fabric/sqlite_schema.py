@@ -50,8 +50,33 @@ CREATE TABLE IF NOT EXISTS sequences (
 );
 """
 
-# a row for a cell that has none (a conflict is an IntegrityError: sqlite_store's fresh rows)
-INSERT = "INSERT INTO documents (space_id, cell_id, seq, labels_id, value) VALUES (?, ?, ?, ?, ?)"
+# Rows for cells that have none (a conflict is an IntegrityError: sqlite_store's fresh
+# rows), from one statement (sqlite_rows_out.py's `insert_fresh`): SQLite runs a
+# whole batch with the GIL released once, where executemany takes the GIL back after every
+# row. The rows' bytes come in four parameters: ?4 the stored IDs and ?6 the stored
+# values, each concatenated (text as UTF-8); ?5 and ?7 each row's end in them, ?9 its
+# labels id, as NUMBER_WIDTH-digit decimals; ?8 two bytes a row, the ID's kind then the
+# value's (b BLOB, t TEXT, n NULL). Each row starts where the one before ended; the
+# recursive CTE yields them in order (row n, where its ID and value start and end).
+NUMBER_WIDTH = 19  # digits of any 64-bit row number
+INSERT_MANY = f"""
+WITH RECURSIVE r (n, k0, k1, v0, v1) AS (
+    SELECT 0, 0, CAST(substr(?5, 1, {NUMBER_WIDTH}) AS INTEGER), 0, CAST(substr(?7, 1, {NUMBER_WIDTH}) AS INTEGER)
+    UNION ALL
+    SELECT n + 1, k1, CAST(substr(?5, (n + 1) * {NUMBER_WIDTH} + 1, {NUMBER_WIDTH}) AS INTEGER),
+           v1, CAST(substr(?7, (n + 1) * {NUMBER_WIDTH} + 1, {NUMBER_WIDTH}) AS INTEGER)
+    FROM r WHERE n + 1 < ?3
+)
+INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
+SELECT ?1,
+    CASE substr(?8, n * 2 + 1, 1) WHEN X'62' THEN substr(?4, k0 + 1, k1 - k0)
+        ELSE CAST(substr(?4, k0 + 1, k1 - k0) AS TEXT) END,
+    ?2,
+    CAST(substr(?9, n * {NUMBER_WIDTH} + 1, {NUMBER_WIDTH}) AS INTEGER),
+    CASE substr(?8, n * 2 + 2, 1) WHEN X'62' THEN substr(?6, v0 + 1, v1 - v0)
+        WHEN X'74' THEN CAST(substr(?6, v0 + 1, v1 - v0) AS TEXT) END
+FROM r
+"""
 UPSERT = (
     "INSERT INTO documents (space_id, cell_id, seq, labels_id, value) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (space_id, cell_id) DO UPDATE SET "

@@ -224,9 +224,10 @@ class Store(abc.ABC):
         thread. None (this default) when the backend keeps the text as it is."""
         return None
 
-    def stored_forms_release_gil(self) -> bool:
-        """Whether `stored_forms` does its bulk without the GIL, so another thread can
-        make them beside the caller's Python work (graph_batch.py)."""
+    def batch_commits_release_gil(self) -> bool:
+        """Whether a graph batch's commit does its bulk without the GIL: `stored_forms`,
+        then a transaction of new cells (`expect_new_cells`) written. A second thread then
+        commits the batches beside the caller's Python work (graph_batch.py)."""
         return False
 
     @abc.abstractmethod
