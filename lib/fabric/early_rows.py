@@ -10,7 +10,9 @@ the ordering.
 
 Safe as the commit's own early groups are: nothing reaches a row cell until the roots
 link it, so a crash leaves unreachable cells, never an index pointing at a missing one.
-Without the publish lock two rules keep it so:
+A row is written only once the session graph it links is committed (a graph batch
+stages several sessions' graphs: rows wait for theirs), so no stored document links a
+missing cell either. Without the publish lock two rules keep it so:
 
 - each transaction requires every cell it writes to be absent (a row cell's ID is
   keyed by the session, not content addressed: a cell that exists may be one another
@@ -24,7 +26,7 @@ Without the publish lock two rules keep it so:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lib.fabric import index_store
@@ -40,8 +42,9 @@ from lib.fabric.values import Link
 class EarlyRows:
     """The rows of one publication written before its commit, and where."""
 
-    def __init__(self, target: GraphTarget, row_links: Mapping[str, Link]) -> None:
+    def __init__(self, target: GraphTarget, row_links: Mapping[str, Link], staged: Callable[[str], bool]) -> None:
         self._target = target
+        self._staged = staged  # whether a graph root is staged, not yet committed (GraphBatch.pending)
         self._prior_links = row_links  # the prior index's (read at the publication's start)
         self._linked: set[str] | None = None  # their cell IDs, made when first needed
         self._waiting: list[Mapping[str, Any]] = []
@@ -63,9 +66,15 @@ class EarlyRows:
         self._waiting_bytes += held
 
     def write(self) -> None:
-        """Write the waiting rows' cells (those of the usual shape: row_cells.py), in one
-        transaction that fails, writing nothing, if any of them exists."""
-        rows, self._waiting, self._waiting_bytes = self._waiting, [], 0
+        """Write the cells of the waiting rows whose graphs are committed (the rest wait
+        on), of the usual shape (row_cells.py), in one transaction that fails, writing
+        nothing, if any of them exists."""
+        rows: list[Mapping[str, Any]] = []
+        waiting: list[Mapping[str, Any]] = []
+        for row in self._waiting:
+            manifest = row.get("manifest")
+            (waiting if type(manifest) is Link and self._staged(manifest.id) else rows).append(row)
+        self._waiting, self._waiting_bytes = waiting, sum(spilled_bytes(row.get(PREVIEWS)) for row in waiting)
         if not rows:
             return
         target = self._target

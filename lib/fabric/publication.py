@@ -88,7 +88,7 @@ class Publication:
         self.batch = GraphBatch(graphs)
         # new rows' previews, kept on disk until their cells are written (packed_previews.py)
         self._spill = PreviewSpill()
-        self._early = EarlyRows(graphs, self.prior.row_links)  # new rows' cells, written as it goes
+        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending)  # new rows' cells, as it goes
 
     # -- sources ---------------------------------------------------------------------
 
