@@ -26,7 +26,7 @@ missing cell either. Without the publish lock two rules keep it so:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lib.fabric import index_store
@@ -67,16 +67,19 @@ class EarlyRows:
 
     def write(self) -> None:
         """Write the cells of the waiting rows whose graphs are committed (the rest wait
-        on), of the usual shape (row_cells.py), in one transaction that fails, writing
-        nothing, if any of them exists."""
-        rows: list[Mapping[str, Any]] = []
+        on), in the commit's groups (index_store.row_groups)."""
+        ready: list[Mapping[str, Any]] = []
         waiting: list[Mapping[str, Any]] = []
         for row in self._waiting:
             manifest = row.get("manifest")
-            (waiting if type(manifest) is Link and self._staged(manifest.id) else rows).append(row)
+            (waiting if type(manifest) is Link and self._staged(manifest.id) else ready).append(row)
         self._waiting, self._waiting_bytes = waiting, sum(spilled_bytes(row.get(PREVIEWS)) for row in waiting)
-        if not rows:
-            return
+        for group in index_store.row_groups(ready):
+            self._write_group(group)
+
+    def _write_group(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The cells of `rows` of the usual shape (row_cells.py), in one transaction that
+        fails, writing nothing, if any of them exists."""
         target = self._target
         if self._linked is None:
             self._linked = {link.id for link in self._prior_links.values()}
