@@ -27,16 +27,20 @@ missing cell either. Without the publish lock two rules keep it so:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lib.fabric import index_store
+from lib.fabric.graph_batch import _stored_forms_worker
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import spilled_bytes
-from lib.fabric.row_cells import direct_rows
+from lib.fabric.row_cells import DirectRow, direct_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.store_errors import PreconditionFailed
 from lib.fabric.values import Link
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 class EarlyRows:
@@ -51,6 +55,7 @@ class EarlyRows:
         self._waiting_bytes = 0
         # key -> (the row written, its cell's link, the seq it was written at, its cells)
         self._written: dict[str, tuple[Mapping[str, Any], Link, int, int]] = {}
+        self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], Future[list[str | bytes] | None]] | None = None
 
     def add(self, row: Mapping[str, Any]) -> None:
         """A row new to this publication (a packed row, its previews spilled): written
@@ -67,7 +72,8 @@ class EarlyRows:
 
     def write(self) -> None:
         """Write the cells of the waiting rows whose graphs are committed (the rest wait
-        on), in the commit's groups (index_store.row_groups)."""
+        on), in the commit's groups (index_store.row_groups); the last group's stored
+        forms may still be in the making (`flush` commits it)."""
         ready: list[Mapping[str, Any]] = []
         waiting: list[Mapping[str, Any]] = []
         for row in self._waiting:
@@ -75,23 +81,56 @@ class EarlyRows:
             (waiting if type(manifest) is Link and self._staged(manifest.id) else ready).append(row)
         self._waiting, self._waiting_bytes = waiting, sum(spilled_bytes(row.get(PREVIEWS)) for row in waiting)
         for group in index_store.row_groups(ready):
-            self._write_group(group)
+            self._seal(group)
 
-    def _write_group(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """The cells of `rows` of the usual shape (row_cells.py), in one transaction that
-        fails, writing nothing, if any of them exists."""
+    def flush(self) -> None:
+        """Write every waiting row (their graphs are committed: GraphBatch.flush first)."""
+        self.write()
+        self._commit_sealed()
+
+    def discard(self) -> None:
+        """Drop what waits (an abandoned publication): nothing links it."""
+        self._waiting, self._waiting_bytes, self._sealed = [], 0, None
+
+    def _seal(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Assemble the cells of `rows` of the usual shape (row_cells.py) and have their
+        stored forms made on the graph batches' worker thread, as graph_batch.py does
+        (where the store makes them without the GIL), after committing the group before."""
+        self._commit_sealed()
         target = self._target
         if self._linked is None:
             self._linked = {link.id for link in self._prior_links.values()}
         direct, _ = direct_rows(rows, scope(target.space, target.owner, SESSION_INDEX_ARRAY_SCOPE), self._linked)
         if not direct:
             return
+        from concurrent.futures import Future  # here: an idle sync writes no row (graph_batch.py)
+
+        texts = [text for row in direct for text in row.texts]
+        future: Future[list[str | bytes] | None] = Future()
+        if target.store.stored_forms_release_gil():
+            future = _stored_forms_worker().submit(target.store.stored_forms, target.space, texts)
+        else:
+            future.set_result(None)  # the store makes them at the commit
+        self._sealed = (rows, direct, future)
+        if not target.store.stored_forms_release_gil():
+            self._commit_sealed()
+
+    def _commit_sealed(self) -> None:
+        """The sealed group's cells in one transaction that fails, writing nothing, if
+        any of them exists."""
+        sealed, self._sealed = self._sealed, None
+        if sealed is None:
+            return
+        rows, direct, future = sealed
+        target = self._target
+        stored = future.result()
+        forms = iter(stored) if stored is not None else None
         try:
             with target.store.transaction(target.space, target.writer) as tx:
                 for row in direct:
                     for cell, text in zip(row.ids, row.texts, strict=True):
                         tx.require_absent(cell)
-                        tx.write(cell, None, target.labels, text=text)
+                        tx.write(cell, None, target.labels, text=text, stored=next(forms) if forms else None)
                 seq = tx.commit()
         except PreconditionFailed:  # one exists: these rows are the commit's, as before
             return

@@ -300,7 +300,7 @@ class Publication:
                 if not source.ended:
                     self.end_source(None, sid)
             self.batch.flush()  # every graph a row links is committed before the index
-            self._early.write()  # the last new rows' cells (nothing links them yet)
+            self._early.flush()  # the last new rows' cells (nothing links them yet)
             with self._lock:
                 current = indexes.prior_is_current(self._graphs, self._cells, self.prior)
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
@@ -345,6 +345,7 @@ class Publication:
         """Abort (when not committed): no index is written, staged graphs are dropped."""
         self._closed = True
         self.batch.discard()
+        self._early.discard()
         self._spill.close()
 
     def __enter__(self) -> Publication:
