@@ -5,11 +5,7 @@ a publisher killed after writing rows early leaves the prior indexes whole."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +13,7 @@ import pytest
 import lib.fabric.graph_batch as graph_batch
 import lib.fabric.index_store as index_store
 from lib.fabric.early_rows import EarlyRows
+from lib.fabric.publication import Publication
 from tests.fabric.target_helpers import (
     descriptor,
     index,
@@ -26,7 +23,8 @@ from tests.fabric.target_helpers import (
     rows,
     snapshot,
 )
-from tests.fabric.test_target_crash import GUARD, REPO, _assert_no_document_links_a_missing_cell
+from tests.fabric.test_index_groups_bounded import killed_when
+from tests.fabric.test_target_crash import _assert_no_document_links_a_missing_cell
 
 
 def _stored(target) -> dict[str, tuple]:
@@ -90,19 +88,23 @@ def test_the_index_read_back_is_the_one_the_commit_alone_writes(tmp_path: Path, 
     assert [s.cells_written for s in summaries["early"]] == [s.cells_written for s in summaries["commit"]]
 
 
+def _rows_written_early(target, source, count: int) -> Publication:
+    """A publication of sessions s0.. whose rows' cells are written (not committed)."""
+    pub = target.publication()
+    pub.begin_source(source, None)
+    for n in range(count):
+        pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=2)))
+    pub.batch.flush()  # the graphs the rows link: committed
+    pub._early.flush()
+    return pub
+
+
 def test_rows_a_publication_wrote_early_and_then_abandoned_are_written_again_by_the_next_one(tmp_path: Path):
     """An abandoned publication (closed uncommitted, as a crash leaves it) leaves its
     early cells; the next publication's group requiring them absent writes nothing, and
     its commit writes the rows it publishes."""
-    env = make_env(tmp_path)
-    target = env.target()
-    source = descriptor()
-    with target.publication() as pub:
-        pub.begin_source(source, None)
-        for n in range(3):
-            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=2)))
-        pub.batch.flush()  # the graphs the rows link: committed
-        pub._early.flush()
+    target, source = make_env(tmp_path).target(), descriptor()
+    with _rows_written_early(target, source, 3) as pub:
         assert len(pub._early) == 3
     assert _row_links(target) == []
     publish(target, source, [snapshot(f"s{n}", messages=3, title=f"new {n}") for n in range(3)])
@@ -118,15 +120,8 @@ def test_fake_other_writer_a_row_cell_rewritten_after_it_was_written_early_is_wr
     """A fault a real run shows only in a race: another publisher, under the lock,
     rewrote the cell of a row this one wrote early, and failed before linking it. Faked
     by rewriting the cell directly; the commit must not link it as it is."""
-    env = make_env(tmp_path)
-    target = env.target()
-    source = descriptor()
-    with target.publication() as pub:
-        pub.begin_source(source, None)
-        for n in range(2):
-            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=2)))
-        pub.batch.flush()  # the graphs the rows link: committed
-        pub._early.flush()
+    target, source = make_env(tmp_path).target(), descriptor()
+    with _rows_written_early(target, source, 2) as pub:
         cell = pub._early._written["codex/s0"][1].id
         with target.store.transaction(target.space, target.writer) as tx:
             tx.write(cell, {"key": "codex/s0", "junk": True}, target.labels)
@@ -172,12 +167,7 @@ def test_a_publisher_killed_with_sigkill_after_writing_rows_early_leaves_the_pri
     publish(target, descriptor(), [snapshot(n, messages=2) for n in names])
     before = index(target)
 
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "rows written"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    killed_when(_CHILD, "rows written", str(tmp_path))
 
     target = env.target()
     assert index(target) == before

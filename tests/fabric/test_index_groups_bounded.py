@@ -107,14 +107,7 @@ def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_pri
     publish(target, descriptor(), [snapshot(n, messages=2) for n in names])
     before = index(target)
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), "4"], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "groups written"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    killed_when(_CHILD, "groups written", str(tmp_path), "4")
 
     target = env.target()
     assert index(target) == before
@@ -126,3 +119,13 @@ def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_pri
     more = [f"new{i}" for i in range(4)]
     publish(target, descriptor(), [snapshot(n, messages=4) for n in names + more])
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 4 for n in names + more}
+
+
+def killed_when(code: str, line: str, *args: str) -> None:
+    """Run `code` in a child Python (from the repo), SIGKILL it once it prints `line`."""
+    child = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == line
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(GUARD)
+    assert child.returncode == -signal.SIGKILL
