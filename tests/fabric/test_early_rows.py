@@ -177,3 +177,27 @@ def test_a_publisher_killed_with_sigkill_after_writing_rows_early_leaves_the_pri
     got = rows(target)
     assert set(got) == {f"codex/{n}" for n in names}
     assert all(len(row["recentMessages"]) == 4 for row in got.values())
+
+
+ROW_READ = "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents"
+
+
+def test_rows_left_to_the_commit_are_inserted_without_reading_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, traced: list[str]
+):
+    """Rows no root links, left to the commit (here: none written early), are new as a
+    rule: the commit's groups hint expect_new_cells, so the only rows it reads are the
+    final transaction's (the roots and the ordering)."""
+    monkeypatch.setattr(EarlyRows, "add", lambda self, row: None)
+    target, source = make_env(tmp_path).target(), descriptor()
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        for n in range(4):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        pub.end_source(None, source.id)
+        traced.clear()
+        pub.commit()
+    reads = [s for s in traced if s.startswith(ROW_READ)]
+    # one read, of the final transaction's few cells, not of the rows' 16 (4 x 3 previews + 4)
+    assert [s.count("x'") for s in reads] == [4]
+    assert len(rows(target)) == 4
