@@ -23,7 +23,7 @@ from tests.fabric.target_helpers import (
     rows,
     snapshot,
 )
-from tests.fabric.test_index_groups_bounded import killed_when
+from tests.fabric.test_index_groups_bounded import CHILD_PUBLISHES, killed_when
 from tests.fabric.test_target_crash import _assert_no_document_links_a_missing_cell
 
 
@@ -152,12 +152,7 @@ def write_then_wait(self):
         time.sleep(600)  # killed here
 
 EarlyRows.write = write_then_wait
-env = make_env(Path(sys.argv[1]))
-target = env.target()
-names = [f"s{i}" for i in range(3)] + [f"new{i}" for i in range(7)]
-publish(target, descriptor(), [snapshot(n, messages=4) for n in names])
-print("committed", flush=True)
-"""
+""" + CHILD_PUBLISHES.format(prior=3, new=7)
 
 
 def test_a_publisher_killed_with_sigkill_after_writing_rows_early_leaves_the_prior_indexes_whole(tmp_path: Path):

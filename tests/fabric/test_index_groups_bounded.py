@@ -75,6 +75,14 @@ def test_rows_written_in_groups_of_few_bytes_stage_one_group_at_a_time_and_read_
     assert _assert_no_document_links_a_missing_cell(target) > 0
 
 
+# a child's last steps: publish `prior` sessions again, changed, and `new` new ones
+CHILD_PUBLISHES = """
+env = make_env(Path(sys.argv[1]))
+names = [f"s{{i}}" for i in range({prior})] + [f"new{{i}}" for i in range({new})]
+publish(env.target(), descriptor(), [snapshot(n, messages=4) for n in names])
+print("committed", flush=True)
+"""
+
 _CHILD = """
 import sys, time
 from pathlib import Path
@@ -92,12 +100,7 @@ def groups_then_wait(rows):
         yield group
 
 index_store.row_groups = groups_then_wait
-env = make_env(Path(sys.argv[1]))
-target = env.target()
-names = [f"s{i}" for i in range(6)] + [f"new{i}" for i in range(4)]
-publish(target, descriptor(), [snapshot(n, messages=4) for n in names])
-print("committed", flush=True)
-"""
+""" + CHILD_PUBLISHES.format(prior=6, new=4)
 
 
 def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_prior_indexes_whole(tmp_path: Path):
