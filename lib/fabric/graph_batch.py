@@ -53,7 +53,7 @@ _worker: ThreadPoolExecutor | None = None
 _worker_lock = threading.Lock()
 
 
-def _batch_worker() -> ThreadPoolExecutor:
+def batch_worker() -> ThreadPoolExecutor:
     global _worker
     with _worker_lock:
         if _worker is None:
@@ -160,7 +160,7 @@ class _Sealed:
 
         self._future: Future[None]
         if background:
-            self._future = _batch_worker().submit(self._commit)
+            self._future = batch_worker().submit(self._commit)
         else:
             self._future = Future()
             try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
@@ -33,6 +33,9 @@ from lib.fabric.schemas import (
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
+
+if TYPE_CHECKING:
+    from lib.fabric.early_rows import EarlyRows
 
 
 class IndexConflict(CodedError):
@@ -201,6 +204,7 @@ def commit_indexes(
     *,
     ordering_only_when_unchanged: bool = False,
     window: Any = None,
+    early_rows: EarlyRows | None = None,
 ) -> int:
     """Write both indexes and the ordering in one transaction; returns cells written.
 
@@ -220,6 +224,8 @@ def commit_indexes(
     unreachable cell, never an index pointing at a missing one. The cells of rows the
     current roots link (a changed row) go into the final transaction with the roots.
     The caller holds the publish lock: no other publication links a row meanwhile.
+    A row whose cells `early_rows` wrote while the publication ran (early_rows.py) is linked
+    as it is, when `early_rows.take` allows it.
     """
     space, owner = target.space, target.owner
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
@@ -233,6 +239,12 @@ def commit_indexes(
     linked = {link.id for link in prior.row_links.values()}
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
+    if early_rows:
+        for row in complete["sessions"]:
+            taken = early_rows.take(row, linked) if row["key"] not in links else None
+            if taken is not None:
+                links[row["key"]] = taken[0]
+                written += taken[1]
     pending = [r for r in complete["sessions"] if r["key"] not in links]
     planning = {r["key"] for r in pending}
     pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
@@ -257,6 +269,7 @@ def commit_indexes(
             del planned, batch
         if early or direct:
             with target.store.transaction(space, target.writer) as tx:
+                tx.expect_new_cells()  # rows no root links: new to the index, as a rule
                 for child in early:
                     tx.write(child.id, child.value, target.labels)
                 for row in direct:

@@ -39,6 +39,7 @@ from lib.fabric.preview_cells import preview_cells
 from lib.fabric.store import Store
 
 FIELD = "recentMessages"
+BUFFER = 256 * 1024  # bytes of spilled previews written to the spill file at a time
 
 
 def _pack(messages: Sequence[Any]) -> bytes:
@@ -100,9 +101,10 @@ class PreviewSpill:
     def _append(self, packed: bytes) -> tuple[int, int]:
         with self._lock:
             if self._file is None:
-                self._file = tempfile.TemporaryFile(prefix="agentctl-previews-")
+                # appended to only (`read` uses pread, which leaves the position at the
+                # end), through a buffer of many rows: not a write() call per row
+                self._file = tempfile.TemporaryFile(prefix="agentctl-previews-", buffering=BUFFER)
             offset = self._end
-            self._file.seek(offset)
             self._file.write(packed)
             self._end += len(packed)
         return offset, len(packed)

@@ -10,9 +10,9 @@
 
 Only rows (shallow, at most 12 message previews each) stay in memory, never a
 transcript, so memory is bounded by the largest session. The publish lock is held only
-to read the prior index (at creation) and to commit the new one: session graphs are
-content-addressed and written without it, so a long collection does not hold up
-another publication. What this one observed is kept as intents and resolved at commit
+to read the prior index (at creation) and to commit the new one: session graphs, and the
+cells of rows new to the index (early_rows.py), are written without it, so a long
+collection does not hold up another publication. What this one observed is kept as intents and resolved at commit
 against the index as it is then (publication_resolve.py). Leaving the `with` block
 without committing publishes no index (graphs already written stay unreachable).
 """
@@ -23,19 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from lib.fabric import index_store as indexes
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
+from lib.fabric.early_rows import EarlyRows
 from lib.fabric.graph_batch import GraphBatch
 from lib.fabric.index_roots import index_unchanged
-from lib.fabric.index_store import (
-    IndexCells,
-    PriorIndex,
-    cached_prior,
-    commit_indexes,
-    commit_ordering,
-    prior_is_current,
-    read_prior,
-)
+from lib.fabric.index_store import IndexCells, PriorIndex
 from lib.fabric.packed_previews import PreviewSpill, packed_row
 from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
@@ -80,10 +74,10 @@ class Publication:
         self._closed = False
         # a consistent prior: the one this process committed when one change-feed read
         # shows it current, else read under the lock (no index commit lands meanwhile)
-        prior = cached_prior(graphs, cells)
+        prior = indexes.cached_prior(graphs, cells)
         if prior is None:
             with lock:
-                prior = read_prior(graphs, cells)
+                prior = indexes.read_prior(graphs, cells)
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
         self._touches: dict[str, Touch] = {}
@@ -92,8 +86,9 @@ class Publication:
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
         # new session graphs, committed several sessions at a time (graph_batch.py)
         self.batch = GraphBatch(graphs)
-        # new rows' previews, kept on disk until the commit plans them (packed_previews.py)
+        # new rows' previews, kept on disk until their cells are written (packed_previews.py)
         self._spill = PreviewSpill()
+        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending)  # new rows' cells, as it goes
 
     # -- sources ---------------------------------------------------------------------
 
@@ -224,7 +219,8 @@ class Publication:
             self._touches[key] = Touch(source.source_id, source.sequence, "row", prior)
             return PublishedOutcome(key, action, status)
         # held until the commit with its previews packed: memory per row, not per message
-        self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
+        touch = self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
+        self._early.add(touch.row)  # type: ignore[arg-type]  # a "row" touch holds its row
         return PublishedOutcome(key, action, status)
 
     def add_retained(
@@ -304,10 +300,10 @@ class Publication:
                 if not source.ended:
                     self.end_source(None, sid)
             self.batch.flush()  # every graph a row links is committed before the index
+            self._early.flush()  # the last new rows' cells (nothing links them yet)
             with self._lock:
-                prior = self.prior if prior_is_current(self._graphs, self._cells, self.prior) else read_prior(
-                    self._graphs, self._cells
-                )
+                current = indexes.prior_is_current(self._graphs, self._cells, self.prior)
+                prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions)
                 rows = resolved.rows
@@ -318,13 +314,14 @@ class Publication:
                                                  directories=self._directories)
                 ordering = prior.ordering.merged(resolved.recorded)
                 if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
-                    cells = commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
+                    cells = indexes.commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
                 else:
                     recent, complete, window = idx.index_values(
                         owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
                         sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
-                    cells = commit_indexes(self._graphs, self._cells, prior, recent, complete, ordering,
-                                           ordering_only_when_unchanged=self._preserve, window=window)
+                    cells = indexes.commit_indexes(
+                        self._graphs, self._cells, prior, recent, complete, ordering,
+                        ordering_only_when_unchanged=self._preserve, window=window, early_rows=self._early)
                 generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged
         finally:
             self.close()
@@ -348,6 +345,7 @@ class Publication:
         """Abort (when not committed): no index is written, staged graphs are dropped."""
         self._closed = True
         self.batch.discard()
+        self._early.discard()
         self._spill.close()
 
     def __enter__(self) -> Publication:

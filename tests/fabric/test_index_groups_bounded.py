@@ -75,6 +75,14 @@ def test_rows_written_in_groups_of_few_bytes_stage_one_group_at_a_time_and_read_
     assert _assert_no_document_links_a_missing_cell(target) > 0
 
 
+# a child's last steps: publish `prior` sessions again, changed, and `new` new ones
+CHILD_PUBLISHES = """
+env = make_env(Path(sys.argv[1]))
+names = [f"s{{i}}" for i in range({prior})] + [f"new{{i}}" for i in range({new})]
+publish(env.target(), descriptor(), [snapshot(n, messages=4) for n in names])
+print("committed", flush=True)
+"""
+
 _CHILD = """
 import sys, time
 from pathlib import Path
@@ -92,12 +100,7 @@ def groups_then_wait(rows):
         yield group
 
 index_store.row_groups = groups_then_wait
-env = make_env(Path(sys.argv[1]))
-target = env.target()
-names = [f"s{i}" for i in range(6)] + [f"new{i}" for i in range(4)]
-publish(target, descriptor(), [snapshot(n, messages=4) for n in names])
-print("committed", flush=True)
-"""
+""" + CHILD_PUBLISHES.format(prior=6, new=4)
 
 
 def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_prior_indexes_whole(tmp_path: Path):
@@ -107,14 +110,7 @@ def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_pri
     publish(target, descriptor(), [snapshot(n, messages=2) for n in names])
     before = index(target)
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), "4"], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "groups written"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    killed_when(_CHILD, "groups written", str(tmp_path), "4")
 
     target = env.target()
     assert index(target) == before
@@ -126,3 +122,13 @@ def test_a_publisher_killed_with_sigkill_between_index_row_groups_leaves_the_pri
     more = [f"new{i}" for i in range(4)]
     publish(target, descriptor(), [snapshot(n, messages=4) for n in names + more])
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 4 for n in names + more}
+
+
+def killed_when(code: str, line: str, *args: str) -> None:
+    """Run `code` in a child Python (from the repo), SIGKILL it once it prints `line`."""
+    child = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == line
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(GUARD)
+    assert child.returncode == -signal.SIGKILL

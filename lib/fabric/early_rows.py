@@ -1,0 +1,154 @@
+"""Rows new to the index written while the publication runs, not at its commit (issue 14).
+
+A first sync's index commit wrote every new row's cells (about 13 a row: the previews
+and the row cell) at the very end, after the agent had answered its last read: pure
+added wall time (3.5 s of a 3,000-thread first sync). So a publication writes a new
+row's cells as it goes, ROW_BATCH rows a transaction (index_store.row_groups), as
+`commit_indexes` would have written them (row_cells.direct_rows: the same IDs and
+texts), and leaves the commit only what depends on the whole listing: the roots and
+the ordering.
+
+Safe as the commit's own early groups are: nothing reaches a row cell until the roots
+link it, so a crash leaves unreachable cells, never an index pointing at a missing one.
+A row is written only once the session graph it links is committed (a graph batch
+stages several sessions' graphs: rows wait for theirs), so no stored document links a
+missing cell either. Without the publish lock two rules keep it so:
+
+- each transaction requires every cell it writes to be absent (a row cell's ID is
+  keyed by the session, not content addressed: a cell that exists may be one another
+  index links). If one exists, nothing of the group is written, and its rows are left
+  to the commit, which writes them under the lock as before;
+- the commit links a cell written here only when the row it holds is the very row the
+  commit publishes, the cell is not one the current roots link, and the cell's version
+  is still the one written here (a publisher under the lock may have rewritten it and
+  failed before linking it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lib.fabric import index_store
+from lib.fabric.graph_batch import batch_worker
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import spilled_bytes
+from lib.fabric.row_cells import DirectRow, direct_rows
+from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
+from lib.fabric.session_graph import GraphTarget
+from lib.fabric.store_errors import PreconditionFailed
+from lib.fabric.values import Link
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+
+class EarlyRows:
+    """The rows of one publication written before its commit, and where."""
+
+    def __init__(self, target: GraphTarget, row_links: Mapping[str, Link], staged: Callable[[str], bool]) -> None:
+        self._target = target
+        self._staged = staged  # whether a graph root is staged, not yet committed (GraphBatch.pending)
+        self._prior_links = row_links  # the prior index's (read at the publication's start)
+        self._linked: set[str] | None = None  # their cell IDs, made when first needed
+        self._waiting: list[Mapping[str, Any]] = []
+        self._waiting_bytes = 0
+        # key -> (the row written, its cell's link, the seq it was written at, its cells)
+        self._written: dict[str, tuple[Mapping[str, Any], Link, int, int]] = {}
+        self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], Future[list[str | bytes] | None]] | None = None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """A row new to this publication (a packed row, its previews spilled): written
+        with the next group."""
+        if row["key"] in self._prior_links:  # a changed row: the commit compares it
+            return
+        held = spilled_bytes(row.get(PREVIEWS))
+        # the commit's bounds on a group (index_store.row_groups), read when used
+        full = len(self._waiting) >= index_store.ROW_BATCH or self._waiting_bytes + held > index_store.GROUP_BYTES
+        if self._waiting and full:
+            self.write()
+        self._waiting.append(row)
+        self._waiting_bytes += held
+
+    def write(self) -> None:
+        """Write the cells of the waiting rows whose graphs are committed (the rest wait
+        on), in the commit's groups (index_store.row_groups); the last group's stored
+        forms may still be in the making (`flush` commits it)."""
+        ready: list[Mapping[str, Any]] = []
+        waiting: list[Mapping[str, Any]] = []
+        for row in self._waiting:
+            manifest = row.get("manifest")
+            (waiting if type(manifest) is Link and self._staged(manifest.id) else ready).append(row)
+        self._waiting, self._waiting_bytes = waiting, sum(spilled_bytes(row.get(PREVIEWS)) for row in waiting)
+        for group in index_store.row_groups(ready):
+            self._seal(group)
+
+    def flush(self) -> None:
+        """Write every waiting row (their graphs are committed: GraphBatch.flush first)."""
+        self.write()
+        self._commit_sealed()
+
+    def discard(self) -> None:
+        """Drop what waits (an abandoned publication): nothing links it."""
+        self._waiting, self._waiting_bytes, self._sealed = [], 0, None
+
+    def _seal(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Assemble the cells of `rows` of the usual shape (row_cells.py) and have their
+        stored forms made on the graph batches' worker thread, as graph_batch.py does
+        (where the store makes them without the GIL), after committing the group before."""
+        self._commit_sealed()
+        target = self._target
+        if self._linked is None:
+            self._linked = {link.id for link in self._prior_links.values()}
+        direct, _ = direct_rows(rows, scope(target.space, target.owner, SESSION_INDEX_ARRAY_SCOPE), self._linked)
+        if not direct:
+            return
+        from concurrent.futures import Future  # here: an idle sync writes no row (graph_batch.py)
+
+        texts = [text for row in direct for text in row.texts]
+        future: Future[list[str | bytes] | None] = Future()
+        if target.store.batch_commits_release_gil():
+            future = batch_worker().submit(target.store.stored_forms, target.space, texts)
+        else:
+            future.set_result(None)  # the store makes them at the commit
+        self._sealed = (rows, direct, future)
+        if not target.store.batch_commits_release_gil():
+            self._commit_sealed()
+
+    def _commit_sealed(self) -> None:
+        """The sealed group's cells in one transaction that fails, writing nothing, if
+        any of them exists."""
+        sealed, self._sealed = self._sealed, None
+        if sealed is None:
+            return
+        rows, direct, future = sealed
+        target = self._target
+        stored = future.result()
+        forms = iter(stored) if stored is not None else None
+        try:
+            with target.store.transaction(target.space, target.writer) as tx:
+                for row in direct:
+                    for cell, text in zip(row.ids, row.texts, strict=True):
+                        tx.require_absent(cell)
+                        tx.write(cell, None, target.labels, text=text, stored=next(forms) if forms else None)
+                seq = tx.commit()
+        except PreconditionFailed:  # one exists: these rows are the commit's, as before
+            return
+        by_key = {row["key"]: row for row in rows}
+        for row in direct:
+            self._written[row.key] = (by_key[row.key], row.link, seq, len(row.ids))
+
+    def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
+        """(the link to `row`'s cell, the cells written for it) when it was written here
+        and the commit may link it as it is (the module's docstring), else None. Called
+        under the publish lock, with `linked` the cells the current roots link."""
+        written = self._written.get(row["key"])
+        if written is None or written[0] is not row:
+            return None
+        _, link, seq, cells = written
+        if link.id in linked or self._target.store._read_version(self._target.space, link.id) != seq:
+            return None
+        return link, cells
+
+    def __len__(self) -> int:
+        return len(self._written)
