@@ -143,6 +143,8 @@ class _Planner:
         return out
 
     def plan_array(self, items: Any, scope: _Scope, path: tuple[str, ...]) -> list[Any]:
+        if not items:
+            return []  # no cells (a third of a Codex session's arrays are empty)
         identities = self.identities(items)
         links: list[Any] = []
         path_list = list(path)
