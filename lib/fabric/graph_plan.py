@@ -53,6 +53,7 @@ from lib.fabric.element_identity import (
 )
 from lib.fabric.values import Link
 from lib.frozen import sorted_keys
+from lib.hash_stream import _leb128  # the hash stream's own run-length encoding
 from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
 ELEMENT_CONNECTOR = "array-element"
@@ -63,7 +64,6 @@ _sha256 = hashlib.sha256
 
 class GraphPlanError(CodedError, ValueError):
     """A value or scope the planner cannot place in cells. `code` is stable."""
-
 
 
 class PlannedCell(NamedTuple):
@@ -332,15 +332,6 @@ def _hashlib_digest(data: Any) -> bytes:
 
 # sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
 _digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
-
-
-def _leb128(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | 0x80 if n else byte)
-        if not n:
-            return bytes(out)
 
 
 def _sorted(keys: Any) -> list[str]:

@@ -23,7 +23,12 @@ from hypothesis import strategies as st
 from lib import _cells, hashing  # built by `make install` (pyproject.toml); these tests need it
 from lib.fabric import cell_keys, cell_speedups, graph_plan, stored_values, values
 from lib.fabric.commit_rules import RowWrite
-from lib.fabric.element_identity import PAIR_FIELDS, PRIMARY_FIELDS, SECONDARY_FIELDS, natural_identity
+from lib.fabric.element_identity import (
+    PAIR_FIELDS,
+    PRIMARY_FIELDS,
+    SECONDARY_FIELDS,
+    natural_identity,
+)
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.values import Link, ValueEncodingError
 from lib.frozen import FrozenDict
@@ -284,7 +289,7 @@ def test_nested_keys_is_the_planners_flat_check_and_key_list(value):
     assert _cells.nested_keys(value) == expected
 
 
-class _Kind(str, enum.Enum):
+class _Kind(enum.StrEnum):
     TURN = "turn"
 
 

@@ -191,7 +191,12 @@ def test_the_manifest_hash_spliced_from_the_prepared_messages_stream_is_the_whol
     tmp_path: Path,
 ) -> None:
     from lib.fabric.cell_id import session_version_cause
-    from lib.fabric.session_graph import GraphTarget, chunk_descriptor, manifest_value, write_session_graph
+    from lib.fabric.session_graph import (
+        GraphTarget,
+        chunk_descriptor,
+        manifest_value,
+        write_session_graph,
+    )
     from lib.fabric.store import Labels
     from lib.fabric.values import Link
     from lib.hashing import content_hash
