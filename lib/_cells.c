@@ -50,6 +50,14 @@
  *       or None where that stream would be over nine tenths of the text; the GIL is
  *       released over the whole batch (lib.fabric.stored_values.encode_many, run by
  *       graph_batch.py's worker thread beside the main thread).
+ *   element_identities(items, primary, identity_fields, encode) -> (list, list[int])
+ *       lib.fabric.graph_plan's identities for the elements a primary field names:
+ *       for each dict element holding one of identity_fields, the first of `primary`
+ *       whose value is a non-empty str, an int (not a bool) or a finite float gives
+ *       ({"field": f, "value": v}, encode(that identity)); a HOLE or UNDEFINED gives
+ *       None; every other element is None too and its index is in the second list,
+ *       for element_identity.natural_identity and the content hash in Python (also a
+ *       value of a subclass, where the Python rules decide, and one encode refuses).
  *   set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)
  *       What values.py's encoder knows: the Link class, lib.frozen.FrozenDict (written
  *       as a plain dict copy, as the reference's dict(v) is), the HOLE and UNDEFINED
@@ -72,6 +80,7 @@ static PyTypeObject *link_type;
 static PyTypeObject *frozen_type; /* lib.frozen.FrozenDict: written as a plain dict copy */
 static PyObject *hole, *undefined, *hole_tag, *undefined_tag;
 static PyObject *s_id, *s_space, *s_path, *s_quote, *s_slash, *s_link1, *s_digest;
+static PyObject *s_field, *s_value; /* element_identities' identity keys */
 
 static PyObject *
 unsupported(const char *what)
@@ -905,6 +914,132 @@ done:
     return result;
 }
 
+/* ---- element_identities (session 25, plan25) --------------------------------------- */
+
+/* 1: a usable identity value (element_identity._usable), 0: not usable, -1: a type only
+ * the Python rules judge (a subclass: an Enum member, an int subclass). */
+static int
+usable_identity(PyObject *v)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type)
+        return PyUnicode_GET_LENGTH(v) > 0;
+    if (t == &PyBool_Type)
+        return 0;
+    if (t == &PyLong_Type)
+        return 1;
+    if (t == &PyFloat_Type)
+        return isfinite(PyFloat_AS_DOUBLE(v)) ? 1 : 0;
+    return -1;
+}
+
+/* The identity of one element by its first usable primary field, with its encoding:
+ * a new (identity, encoding) tuple, Py_None (borrowed) when the Python rules decide, or
+ * NULL with an error set. */
+static PyObject *
+primary_identity(PyObject *item, PyObject *primary, PyObject *identity_fields, PyObject *encode)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(identity_fields);
+    int any = 0;
+    for (Py_ssize_t i = 0; i < n && !any; i++) {
+        PyObject *v = PyDict_GetItemWithError(item, PyTuple_GET_ITEM(identity_fields, i));
+        if (v != NULL)
+            any = 1;
+        else if (PyErr_Occurred())
+            return NULL;
+    }
+    if (!any)
+        return Py_None; /* no identity field: the content hash, which Python takes */
+    Py_ssize_t np = PyTuple_GET_SIZE(primary);
+    for (Py_ssize_t i = 0; i < np; i++) {
+        PyObject *field = PyTuple_GET_ITEM(primary, i);
+        PyObject *v = PyDict_GetItemWithError(item, field);
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            continue;
+        }
+        if (v == Py_None)
+            continue;
+        int ok = usable_identity(v);
+        if (ok < 0)
+            return Py_None;
+        if (!ok)
+            continue;
+        PyObject *identity = PyDict_New();
+        if (identity == NULL)
+            return NULL;
+        if (PyDict_SetItem(identity, s_field, field) < 0 || PyDict_SetItem(identity, s_value, v) < 0) {
+            Py_DECREF(identity);
+            return NULL;
+        }
+        PyObject *encoded = PyObject_CallOneArg(encode, identity);
+        if (encoded == NULL) {
+            Py_DECREF(identity);
+            if (!PyErr_ExceptionMatches(PyExc_Exception))
+                return NULL;
+            PyErr_Clear(); /* outside the encoder's fast path: Python encodes it */
+            return Py_None;
+        }
+        PyObject *pair = PyTuple_Pack(2, identity, encoded);
+        Py_DECREF(identity);
+        Py_DECREF(encoded);
+        return pair;
+    }
+    return Py_None; /* no usable primary field: the pair and secondary rules, in Python */
+}
+
+static PyObject *
+py_element_identities(PyObject *self, PyObject *args)
+{
+    PyObject *items, *primary, *identity_fields, *encode;
+    if (!PyArg_ParseTuple(args, "OO!O!O:element_identities", &items, &PyTuple_Type, &primary,
+                          &PyTuple_Type, &identity_fields, &encode))
+        return NULL;
+    PyObject *seq = PySequence_Fast(items, "element_identities takes a list or tuple");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(n);
+    PyObject *pending = PyList_New(0);
+    if (out == NULL || pending == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *found = Py_None;
+        if (item == hole || item == undefined) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, i, Py_None);
+            continue;
+        }
+        if (PyDict_CheckExact(item)) {
+            found = primary_identity(item, primary, identity_fields, encode);
+            if (found == NULL)
+                goto fail;
+        }
+        if (found == Py_None) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(pending, index) < 0) {
+                Py_XDECREF(index);
+                goto fail;
+            }
+            Py_DECREF(index);
+            Py_INCREF(Py_None);
+        }
+        PyList_SET_ITEM(out, i, found);
+    }
+    Py_DECREF(seq);
+    PyObject *result = PyTuple_Pack(2, out, pending);
+    Py_DECREF(out);
+    Py_DECREF(pending);
+    return result;
+fail:
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    Py_XDECREF(pending);
+    return NULL;
+}
+
 /* ---- module ----------------------------------------------------------------------- */
 
 static PyObject *
@@ -957,6 +1092,10 @@ static PyMethodDef methods[] = {
     {"deflate_many", py_deflate_many, METH_VARARGS,
      "deflate_many(texts, level) -> list[bytes | None]: isal_zlib.compress(t, level) of "
      "each UTF-8 text, or None where that is over nine tenths of it; the GIL released."},
+    {"element_identities", py_element_identities, METH_VARARGS,
+     "element_identities(items, primary, identity_fields, encode) -> (list, list[int]): "
+     "each element's primary-field identity and its encoding, None for a hole; the "
+     "indices the Python rules decide."},
     {"set_types", py_set_types, METH_VARARGS,
      "set_types(link_type, frozen_type, hole, undefined, hole_tag, undefined_tag)."},
     {NULL, NULL, 0, NULL},
@@ -992,6 +1131,8 @@ PyInit__cells(void)
     INTERN(s_slash, "/");
     INTERN(s_link1, "link@1");
     INTERN(s_digest, "digest");
+    INTERN(s_field, "field");
+    INTERN(s_value, "value");
     Unsupported = PyErr_NewExceptionWithDoc(
         "lib._cells.Unsupported",
         "The value is outside the fast path; use the pure-Python reference for it.", NULL, NULL);

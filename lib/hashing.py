@@ -19,10 +19,11 @@ import hashlib
 import os
 from typing import Any
 
-from lib.frozen import FrozenDict
+from lib.frozen import FrozenDict, sorted_keys
 from lib.hash_stream import (
     _ARRAY,
     _END,
+    _OBJECT,
     HOLE,
     UNDEFINED,
     BigInt,
@@ -45,6 +46,7 @@ __all__ = [
     "content_hash",
     "digest_to_content_hash",
     "encode_value",
+    "object_hash",
     "speedups_available",
     "use_speedups",
     "value_hash",
@@ -111,6 +113,27 @@ def digest_to_content_hash(digest: bytes) -> str:
 def content_hash(value: Any) -> str:
     """`sha256:` + lowercase hex of the value hash (the spec's contentHash form)."""
     return "sha256:" + value_hash(value).hex()
+
+
+def object_hash(fields: Any) -> str:
+    """content_hash(fields) for an object (str keys) whose values may be Encoded streams.
+
+    The object's stream is fed to one SHA-256 piece by piece: each key and value encoded
+    on its own (in C for plain values), an Encoded value spliced in as it is, so a large
+    stream made earlier (a session's captured messages) is neither walked again nor copied
+    into a larger one, as the general walk would do.
+    """
+    try:
+        keys = sorted_keys(fields)
+    except TypeError:
+        raise HashError("unsupported-value", "object keys must be strings") from None
+    hasher = _sha256(_OBJECT)
+    for key in keys:
+        value = fields[key]
+        hasher.update(encode_value(key))
+        hasher.update(value.stream if type(value) is Encoded else encode_value(value))
+    hasher.update(_END)
+    return "sha256:" + hasher.hexdigest()
 
 
 def value_hash_with_elements(array: Any) -> tuple[bytes, list[bytes]]:

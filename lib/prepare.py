@@ -39,7 +39,7 @@ from lib.chunking import (
 )
 from lib.errors import CodedError
 from lib.gc_pause import gc_paused
-from lib.hashing import Encoded, clear_string_cache, content_hash
+from lib.hashing import Encoded, clear_string_cache, object_hash
 from lib.memory_release import note_large_session
 from lib.session_key import normalize_key_parts, session_key
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionSummary
@@ -67,7 +67,7 @@ def snapshot_hash(
 
     summary and normalized_messages may be lib.hashing.Encoded streams of the captures.
     """
-    return content_hash(
+    return object_hash(
         {
             "summary": summary,
             "normalizedMessages": normalized_messages,
@@ -92,6 +92,9 @@ class PreparedSession:
     snapshot_hash: str
     # capture vouched for every number in summary and messages (orjson writes them)
     exact_views: bool = field(default=False, repr=False, compare=False)
+    # normalized_messages' value-hash stream from capture: the manifest's hash splices it
+    # in (session_graph) instead of encoding every message again
+    messages_stream: bytes | None = field(default=None, repr=False, compare=False)
 
     def descriptors(self) -> list[dict[str, Any]]:
         return [chunk.descriptor() for chunk in self.chunks]
@@ -204,6 +207,7 @@ def prepare_session(
             [c.descriptor() for c in chunks],
         ),
         exact_views=summary_exact and messages_exact,
+        messages_stream=messages_stream,
     )
 
 
@@ -288,4 +292,5 @@ def _from_record(obj: Mapping[str, Any]) -> PreparedSession:
         chunks=tuple(chunks),
         snapshot_hash=expected_hash,
         exact_views=summary_exact and messages_exact,
+        messages_stream=messages_stream,
     )

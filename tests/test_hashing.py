@@ -216,3 +216,20 @@ def test_an_encoded_subtree_hashes_like_the_value_it_encodes():
     part = {"k": [1, "two" * 40, None]}
     assert value_hash({"a": Encoded(encode_value(part)), "b": 1}) == value_hash({"a": part, "b": 1})
     assert value_hash([Encoded(encode_value(part))]) == value_hash([part])
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=6), st.data())
+def test_object_hash_with_some_values_given_encoded_equals_the_content_hash_of_the_object(obj, data):
+    from lib.hashing import Encoded, object_hash
+
+    spliced = {k: Encoded(encode_value(v)) if data.draw(st.booleans()) else v for k, v in obj.items()}
+    assert object_hash(spliced) == content_hash(obj) == content_hash(spliced)
+
+
+def test_object_hash_orders_keys_by_utf8_bytes_and_refuses_a_key_that_is_not_a_string():
+    from lib.hashing import object_hash
+
+    keys = {"\ud800": 1, "\uffff": 2, "a": [3]}
+    assert object_hash(keys) == content_hash(keys)
+    with pytest.raises(HashError):
+        object_hash({1: 2})

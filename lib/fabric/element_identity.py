@@ -15,14 +15,14 @@ from typing import Any
 PRIMARY_FIELDS = ("key", "id", "uuid", "commandId", "messageId", "toolCallId", "toolUseId")
 PAIR_FIELDS = ("sourceId", "nativeSessionId")
 SECONDARY_FIELDS = ("nativeSessionId", "sessionId", "part", "contentHash")
-_IDENTITY_FIELDS = frozenset(PRIMARY_FIELDS + PAIR_FIELDS + SECONDARY_FIELDS)
+IDENTITY_FIELDS = frozenset(PRIMARY_FIELDS + PAIR_FIELDS + SECONDARY_FIELDS)
 
 
 def natural_identity(element: Any) -> dict[str, Any] | None:
     """The identity an element's own fields give it (rules 1-3), or None."""
     if type(element) is not dict and not is_object(element):
         return None
-    if _IDENTITY_FIELDS.isdisjoint(element.keys()):
+    if IDENTITY_FIELDS.isdisjoint(element.keys()):
         return None  # the common case for provider events: one set test, no lookups
     get = element.get
     for field in PRIMARY_FIELDS:

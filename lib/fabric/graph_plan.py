@@ -44,6 +44,8 @@ from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_id import cell_id
 from lib.fabric.cell_speedups import CELLS
 from lib.fabric.element_identity import (
+    IDENTITY_FIELDS,
+    PRIMARY_FIELDS,
     extra_secondary,
     is_array,
     is_object,
@@ -51,6 +53,7 @@ from lib.fabric.element_identity import (
 )
 from lib.fabric.values import Link
 from lib.frozen import sorted_keys
+from lib.hash_stream import _leb128  # the hash stream's own run-length encoding
 from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
 ELEMENT_CONNECTOR = "array-element"
@@ -61,7 +64,6 @@ _sha256 = hashlib.sha256
 
 class GraphPlanError(CodedError, ValueError):
     """A value or scope the planner cannot place in cells. `code` is stable."""
-
 
 
 class PlannedCell(NamedTuple):
@@ -143,6 +145,8 @@ class _Planner:
         return out
 
     def plan_array(self, items: Any, scope: _Scope, path: tuple[str, ...]) -> list[Any]:
+        if not items:
+            return []  # no cells (a third of a Codex session's arrays are empty)
         identities = self.identities(items)
         links: list[Any] = []
         path_list = list(path)
@@ -180,26 +184,31 @@ class _Planner:
 
     def identities(self, items: Any) -> list[tuple[dict[str, Any], bytes] | None]:
         """Each element's final identity and its encoding, collisions and duplicates resolved."""
-        out: list[Any] = []
-        digests: list[bytes | None] = []
-        groups: dict[bytes, list[int]] = {}
-        for i, item in enumerate(items):
+        fast = _hashing._c_encode
+        if _element_identities is not None and fast is not None and type(items) in (list, tuple):
+            # lib._cells: the elements a primary field names, in one call; the rest below
+            out, pending = _element_identities(items, PRIMARY_FIELDS, _IDENTITY_FIELDS, fast)
+        else:
+            out, pending = [None] * len(items), range(len(items))
+        digests: list[bytes | None] = [None] * len(out)
+        for i in pending:
+            item = items[i]
             if item is HOLE or item is UNDEFINED:
-                out.append(None)
-                digests.append(None)
                 continue
             identity = natural_identity(item)
-            digest = None
             if identity is None:
-                digest = self.digest(item)
+                digest = digests[i] = self.digest(item)
                 identity = {"contentHash": digest_to_content_hash(digest)}
-            encoded = encode_value(identity)
-            out.append((identity, encoded))
-            digests.append(digest)
-            groups.setdefault(encoded, []).append(i)
-        for members in groups.values():
-            if len(members) > 1:
-                self.resolve(items, members, out, digests)
+            out[i] = (identity, encode_value(identity))
+        encoded = [found[1] for found in out if found is not None]
+        if len(set(encoded)) < len(encoded):  # siblings sharing an identity: tell them apart
+            groups: dict[bytes, list[int]] = {}
+            for i, found in enumerate(out):
+                if found is not None:
+                    groups.setdefault(found[1], []).append(i)
+            for members in groups.values():
+                if len(members) > 1:
+                    self.resolve(items, members, out, digests)
         return out
 
     def resolve(
@@ -313,6 +322,8 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
 
 
 _nested_keys = CELLS.nested_keys if CELLS is not None else None
+_element_identities = CELLS.element_identities if CELLS is not None else None
+_IDENTITY_FIELDS = tuple(sorted(IDENTITY_FIELDS))
 
 
 def _hashlib_digest(data: Any) -> bytes:
@@ -321,15 +332,6 @@ def _hashlib_digest(data: Any) -> bytes:
 
 # sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
 _digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
-
-
-def _leb128(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | 0x80 if n else byte)
-        if not n:
-            return bytes(out)
 
 
 def _sorted(keys: Any) -> list[str]:

@@ -186,6 +186,7 @@ class Publication:
                 driver=driver,
                 chunks=prepared.chunks,
                 batch=self.batch,
+                messages_stream=getattr(prepared, "messages_stream", None),
                 manifest_fields={
                     "metadata": summary_wire.get("raw") or {},
                     "summary": summary,

@@ -30,7 +30,7 @@ from lib.fabric.schemas import (
 from lib.fabric.store import Labels, Store
 from lib.fabric.values import Link
 from lib.gc_pause import gc_paused
-from lib.hashing import content_hash
+from lib.hashing import Encoded, content_hash, encode_value, object_hash
 
 
 class PreparedChunk(Protocol):
@@ -123,6 +123,18 @@ def manifest_value(
     return value
 
 
+def manifest_content_hash(value: Mapping[str, Any], messages_stream: bytes | None) -> str:
+    """content_hash(value) of a manifest; with the messages' stream from preparation, the
+    messages (most of a manifest) are spliced in as that stream, not encoded again."""
+    if messages_stream is None:
+        return content_hash(value)
+    normalized = _NORMALIZED_HEAD + messages_stream + b"\x00"  # {"messages": <stream>}
+    return object_hash({**value, "normalized": Encoded(normalized)})
+
+
+_NORMALIZED_HEAD = b"\x11" + encode_value("messages")
+
+
 @gc_paused()  # planning makes and drops many containers, and no cycles
 def write_session_graph(
     target: GraphTarget,
@@ -134,6 +146,7 @@ def write_session_graph(
     chunks: Sequence[PreparedChunk],
     manifest_fields: Mapping[str, Any],
     batch: GraphBatch | None = None,
+    messages_stream: bytes | None = None,
 ) -> SessionGraphWrite:
     """The session's chunk graphs, then the manifest version that links them, each
     written unless it exists, staged in `batch` (committed when the batch is; without
@@ -142,7 +155,8 @@ def write_session_graph(
     Every cell ID is known before anything is written (chunk and manifest causes name
     their content hashes), so one query finds which graphs exist. `manifest_fields`
     are manifest_value's remaining keyword arguments (metadata, summary, messages,
-    snapshot_hash, revision, observed_at, complete).
+    snapshot_hash, revision, observed_at, complete). `messages_stream`, when given, is the
+    value-hash stream of exactly those messages (PreparedSession.messages_stream).
     """
     own = batch is None
     batch = batch or GraphBatch(target)
@@ -166,7 +180,7 @@ def write_session_graph(
     # The hash of the complete value (links as their JSON form) identifies the graph the
     # planner derives from it, and is known before planning, so the array scope and the
     # cause can both name it.
-    manifest_hash = content_hash(value)
+    manifest_hash = manifest_content_hash(value, messages_stream)
     cause = session_version_cause(
         target.space,
         target.owner,

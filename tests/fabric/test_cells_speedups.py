@@ -6,6 +6,7 @@ IDs and the planned graphs. A user without a compiler gets the same bytes."""
 from __future__ import annotations
 
 import base64
+import enum
 import hashlib
 import math
 import os
@@ -19,9 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import _cells  # built by `make install` (pyproject.toml); these tests need it
+from lib import _cells, hashing  # built by `make install` (pyproject.toml); these tests need it
 from lib.fabric import cell_keys, cell_speedups, graph_plan, stored_values, values
 from lib.fabric.commit_rules import RowWrite
+from lib.fabric.element_identity import (
+    PAIR_FIELDS,
+    PRIMARY_FIELDS,
+    SECONDARY_FIELDS,
+    natural_identity,
+)
 from lib.fabric.graph_plan import plan_graph
 from lib.fabric.values import Link, ValueEncodingError
 from lib.frozen import FrozenDict
@@ -64,14 +71,14 @@ class pure_python:
 
     def __enter__(self):
         self.saved = (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-                      graph_plan._nested_keys, graph_plan._digest_of)
+                      graph_plan._nested_keys, graph_plan._digest_of, graph_plan._element_identities)
         values._fast_encode = stored_values._shorten = graph_plan.CELLS = None
-        graph_plan._nested_keys = None
+        graph_plan._nested_keys = graph_plan._element_identities = None
         graph_plan._digest_of = graph_plan._hashlib_digest
 
     def __exit__(self, *exc):
         (values._fast_encode, stored_values._shorten, graph_plan.CELLS,
-         graph_plan._nested_keys, graph_plan._digest_of) = self.saved
+         graph_plan._nested_keys, graph_plan._digest_of, graph_plan._element_identities) = self.saved
 
 
 def test_the_install_builds_the_extension_wherever_a_compiler_exists():
@@ -280,3 +287,66 @@ def test_nested_keys_is_the_planners_flat_check_and_key_list(value):
         k for k, v in value.items() if type(v) not in graph_plan._LEAF_TYPES
     ]
     assert _cells.nested_keys(value) == expected
+
+
+class _Kind(enum.StrEnum):
+    TURN = "turn"
+
+
+class _Count(int):
+    pass
+
+
+identity_values = (
+    st.sampled_from(["", "x", True, False, None, math.nan, math.inf, -0.0, 2**60, _Kind.TURN, _Count(3), [1], {}])
+    | st.text(max_size=2) | st.integers() | st.floats()
+)
+identity_elements = (
+    st.dictionaries(st.sampled_from([*PRIMARY_FIELDS, *PAIR_FIELDS, *SECONDARY_FIELDS, "type", "text"]),
+                    identity_values, max_size=4)
+    | st.sampled_from([HOLE, UNDEFINED, 1, "s", None])
+    | st.lists(st.integers(), max_size=2)
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(identity_elements, max_size=6))
+def test_element_identities_in_c_are_natural_identity_with_its_encoding_or_left_to_python(items):
+    out, pending = _cells.element_identities(items, PRIMARY_FIELDS, graph_plan._IDENTITY_FIELDS,
+                                             hashing._c_encode)
+    for i, item in enumerate(items):
+        if i in pending:
+            assert out[i] is None and item is not HOLE and item is not UNDEFINED
+            continue
+        if item is HOLE or item is UNDEFINED:
+            assert out[i] is None
+            continue
+        identity = natural_identity(item)
+        assert out[i] == (identity, hashing.encode_value(identity))
+        assert list(out[i][0]) == ["field", "value"] and out[i][0]["value"] is identity["value"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(identity_elements, max_size=6), st.lists(identity_elements, max_size=3))
+def test_arrays_of_elements_with_identity_fields_plan_the_same_with_and_without_c(items, nested):
+    root_value = {"events": [*items, {"id": "n", "items": nested}], "again": items}
+    try:
+        with pure_python():
+            expected = _planned(root_value)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            _planned(root_value)
+        return
+    assert _planned(root_value) == expected
+
+
+def test_a_codex_turns_elements_named_by_id_take_their_identity_from_c_without_natural_identity(monkeypatch):
+    calls = []
+    monkeypatch.setattr(graph_plan, "natural_identity", lambda item: calls.append(item) or natural_identity(item))
+    part = {"type": "input_text", "text": "hi", "text_elements": []}
+    turn = {"id": "turn-1", "items": [{"id": "item-1", "type": "userMessage", "content": [part]},
+                                      {"id": "item-2", "type": "agentMessage", "text": "ok"}], "status": "completed"}
+    cells = _planned({"events": [turn, {**turn, "id": "turn-2"}]})
+    assert calls == [part, part]  # only the content parts, whose identity is their content hash
+    with pure_python():
+        assert _planned({"events": [turn, {**turn, "id": "turn-2"}]}) == cells

@@ -23,8 +23,8 @@ from tests.fabric.target_helpers import (
 )
 
 
-def _chunk_ids(env: Env, source, snap, target_chunk_bytes: int = 512 * 1024) -> list[str]:
-    ready = prepared(source, snap, target_chunk_bytes=target_chunk_bytes)
+def _chunk_ids(env: Env, source, snap, target_chunk_bytes: int = 512 * 1024, ready=None) -> list[str]:
+    ready = ready or prepared(source, snap, target_chunk_bytes=target_chunk_bytes)
     return [
         cell_id(
             session_chunk_cause(
@@ -184,3 +184,40 @@ def test_a_published_manifest_hydrates_to_the_snapshot_it_was_prepared_from(tmp_
     assert manifest["snapshotHash"] == row["snapshotHash"]
     assert manifest["complete"] is True
     assert row["manifestHash"].startswith("sha256:")
+
+
+
+def test_the_manifest_hash_spliced_from_the_prepared_messages_stream_is_the_whole_manifests_hash(
+    tmp_path: Path,
+) -> None:
+    from lib.fabric.cell_id import session_version_cause
+    from lib.fabric.session_graph import (
+        GraphTarget,
+        chunk_descriptor,
+        manifest_value,
+        write_session_graph,
+    )
+    from lib.fabric.store import Labels
+    from lib.fabric.values import Link
+    from lib.hashing import content_hash
+
+    env = make_env(tmp_path)
+    ready = prepared(descriptor(), snapshot("s1", messages=25, text="z\u00e9" * 200))
+    assert ready.messages_stream is not None
+    graphs = GraphTarget(env.store, SPACE, env.owner, env.owner, Labels.owned_by(env.owner))
+    fields = {"metadata": {"m": 1}, "summary": dict(ready.summary), "messages": ready.normalized_messages,
+              "snapshot_hash": ready.snapshot_hash, "revision": None, "observed_at": "2026-12-01T12:00:00Z",
+              "complete": True}
+    ids = {"key": ready.key, "source_id": ready.source_id, "native_session_id": ready.native_session_id,
+           "driver": "codex"}
+    write = write_session_graph(graphs, **ids, chunks=ready.chunks, manifest_fields=fields,
+                                messages_stream=ready.messages_stream)
+    chunk_ids = _chunk_ids(env, descriptor(), None, ready=ready)
+    chunks = [chunk_descriptor(c, Link(i, SPACE)) for c, i in zip(ready.chunks, chunk_ids, strict=True)]
+    whole = manifest_value(owner=env.owner, **ids, chunks=chunks, **fields)
+    assert write.manifest_hash == content_hash(whole)
+    cause = session_version_cause(SPACE, env.owner, source_id=ready.source_id,
+                                  native_session_id=ready.native_session_id, driver="codex",
+                                  content_hash=content_hash(whole))
+    assert write.manifest.id == cell_id(cause) and env.store.existing(SPACE, [write.manifest.id])
+
