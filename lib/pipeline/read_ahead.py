@@ -5,8 +5,9 @@ and published, a few sessions ahead, one read at a time, within a byte budget.
 records ahead. When the read stage has taken a summary (read or retained it), it calls
 `start_next`, which queues reads of the upcoming summaries of the same source that the
 retain rule will not keep unread, up to `DEPTH` reads not yet taken. The read-ahead's one
-worker thread runs them in order, each as soon as the one before it has been answered
-(not when the read stage takes it): a long stretch of work on the main thread (a batch
+worker thread (read_worker.py) runs them in order, each as soon as the budget allows (not
+when the read stage takes it; since session 25 a few at once where the driver can ask
+for a read before it waits for it): a long stretch of work on the main thread (a batch
 of sessions committed, the garbage collector) no longer leaves the provider idle, and
 the short sessions after it find their reads done (session 22: with one read ahead, the
 main thread waited for reads 9.5 s of a 33 s first sync of 3,000 threads while the worker
@@ -17,11 +18,12 @@ raised where a direct read would have raised it); a read of any other session fi
 drops every queued read (waiting out the one running), so the order of reads and their
 errors stay the read stage's.
 
-Memory: at most one read runs at a time, and a new one begins only while the answers
-held (read and not yet taken) total less than `BYTE_BUDGET` bytes as the provider sent
-them (`read_session_sized`; a driver that cannot tell counts each read as the whole
-budget, so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the
-held answers are at most the budget plus one session (the last one begun under it):
+Memory: a read begins alone only while the answers held (read and not yet taken) total
+less than `BYTE_BUDGET` bytes as the provider sent them, and beside others only when
+its size and theirs are told beforehand and fit the budget with the answers held
+(`read_session_sized`; a driver that cannot tell counts each read as the whole budget,
+so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the held
+answers are at most the budget plus one session (the last one begun alone under it):
 with large sessions this is the two sessions it always was, plus the budget.
 
 A large session is read early (session 24). Codex takes about half a second for a
