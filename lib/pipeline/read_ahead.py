@@ -1,5 +1,6 @@
 """Read-ahead: the next sessions are read from the provider while this one is prepared
-and published, a few sessions ahead, one read at a time, within a byte budget.
+and published, a few sessions ahead (a few reads in flight at once where the driver can
+ask ahead), within a byte budget.
 
 `sync` feeds its inventory records through `ReadAhead.feed`, which looks up to `DEPTH`
 records ahead. When the read stage has taken a summary (read or retained it), it calls
