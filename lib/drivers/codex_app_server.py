@@ -187,7 +187,7 @@ class CodexAppServerDriver(AgentDriver):
 
         def take() -> SessionPage:
             try:
-                result = self._call_result("thread/list", page.pending)
+                result, _ = self._answer_sized("thread/list", page.pending)
             finally:
                 self.listing.taken(page)
             archived, owned = page.context
@@ -206,19 +206,30 @@ class CodexAppServerDriver(AgentDriver):
 
     def read_session_sized(self, native_session_id: str) -> tuple[NativeSessionSnapshot, int]:
         """`read_session`, with the bytes Codex answered (the read-ahead's memory budget)."""
+        return self.begin_read_session_sized(native_session_id)()
+
+    def begin_read_session_sized(self, native_session_id: str) -> Callable[[], tuple[NativeSessionSnapshot, int]]:
+        """`read_session_sized` in two steps: the read is asked now, the call returned waits
+        for its answer. Codex answers several reads at once, so a read-ahead keeps a few in
+        flight instead of paying each one's round trip in turn (session 25)."""
         # Captured before the read: a prompt running when the read began is reported active.
         owned = native_session_id in self._owned_threads()
-        params = {"threadId": native_session_id, "includeTurns": True}
-        try:
-            result, size = self._call_sized("thread/read", params)
-            with_turns = True
-        except RpcError as exc:
-            # A paginated thread with no turn yet cannot list turns; it has nothing to list.
-            if exc.rpc_code != -32601 or NO_TURNS_YET not in exc.message:
-                raise
-            result, size = self._call_sized("thread/read", {"threadId": native_session_id, "includeTurns": False})
-            with_turns = False
-        return snapshot_from_read(result, with_turns=with_turns, active_override=owned), size
+        pending = self._begin_call("thread/read", {"threadId": native_session_id, "includeTurns": True})
+
+        def answer() -> tuple[NativeSessionSnapshot, int]:
+            try:
+                result, size = self._answer_sized("thread/read", pending)
+                with_turns = True
+            except RpcError as exc:
+                # A paginated thread with no turn yet cannot list turns; it has nothing to list.
+                if exc.rpc_code != -32601 or NO_TURNS_YET not in exc.message:
+                    raise
+                again = self._begin_call("thread/read", {"threadId": native_session_id, "includeTurns": False})
+                result, size = self._answer_sized("thread/read", again)
+                with_turns = False
+            return snapshot_from_read(result, with_turns=with_turns, active_override=owned), size
+
+        return answer
 
     def read_size_hint(self, summary: SessionSummary) -> int | None:
         """How large this session's read is, before it is made (a read-ahead reads a large one early)."""
@@ -334,25 +345,15 @@ class CodexAppServerDriver(AgentDriver):
             return _closed(exc, method)
         return None
 
-    def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A collection call: watched for stalls, its fault named with the setting to change."""
-        return self._call_result(method, self._begin_call(method, params))
-
     def _begin_call(self, method: str, params: dict[str, Any]) -> PendingCall:
-        """A collection call sent, its answer taken by `_call_result`."""
+        """A collection call sent (watched for stalls), its answer taken by `_answer_sized`."""
         try:
             return self._transport.begin_request(method, params, stall_timeout=self.stall_timeout)
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
 
-    def _call_sized(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """`_call`, with the byte length of the answer."""
-        return self._answer_sized(method, self._begin_call(method, params))
-
-    def _call_result(self, method: str, pending: PendingCall) -> dict[str, Any]:
-        return self._answer_sized(method, pending)[0]
-
     def _answer_sized(self, method: str, pending: PendingCall) -> tuple[dict[str, Any], int]:
+        """A collection call's answer and its bytes; its fault named with the setting to change."""
         try:
             result, size = pending.result_sized()
         except TransportClosed as exc:

@@ -1,12 +1,14 @@
 """Read-ahead: the next sessions are read from the provider while this one is prepared
-and published, a few sessions ahead, one read at a time, within a byte budget.
+and published, a few sessions ahead (a few reads in flight at once where the driver can
+ask ahead), within a byte budget.
 
 `sync` feeds its inventory records through `ReadAhead.feed`, which looks up to `DEPTH`
 records ahead. When the read stage has taken a summary (read or retained it), it calls
 `start_next`, which queues reads of the upcoming summaries of the same source that the
 retain rule will not keep unread, up to `DEPTH` reads not yet taken. The read-ahead's one
-worker thread runs them in order, each as soon as the one before it has been answered
-(not when the read stage takes it): a long stretch of work on the main thread (a batch
+worker thread (read_worker.py) runs them in order, each as soon as the budget allows (not
+when the read stage takes it; since session 25 a few at once where the driver can ask
+for a read before it waits for it): a long stretch of work on the main thread (a batch
 of sessions committed, the garbage collector) no longer leaves the provider idle, and
 the short sessions after it find their reads done (session 22: with one read ahead, the
 main thread waited for reads 9.5 s of a 33 s first sync of 3,000 threads while the worker
@@ -17,11 +19,12 @@ raised where a direct read would have raised it); a read of any other session fi
 drops every queued read (waiting out the one running), so the order of reads and their
 errors stay the read stage's.
 
-Memory: at most one read runs at a time, and a new one begins only while the answers
-held (read and not yet taken) total less than `BYTE_BUDGET` bytes as the provider sent
-them (`read_session_sized`; a driver that cannot tell counts each read as the whole
-budget, so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the
-held answers are at most the budget plus one session (the last one begun under it):
+Memory: a read begins alone only while the answers held (read and not yet taken) total
+less than `BYTE_BUDGET` bytes as the provider sent them, and beside others only when
+its size and theirs are told beforehand and fit the budget with the answers held
+(`read_session_sized`; a driver that cannot tell counts each read as the whole budget,
+so it reads one session ahead, as before). At most `DEPTH` sessions wait, and the held
+answers are at most the budget plus one session (the last one begun alone under it):
 with large sessions this is the two sessions it always was, plus the budget.
 
 A large session is read early (session 24). Codex takes about half a second for a
@@ -40,14 +43,13 @@ cannot be read early holds the reads in order back until it can be.
 from __future__ import annotations
 
 import collections
-import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from pydantic import ValidationError
 
 from lib.drivers.base import AgentDriver
+from lib.pipeline.read_worker import WINDOW, PendingRead, ReadWorker, read_steps
 from lib.pipeline.records import Item, SummaryItem, data_of, kind_of
 from lib.types import NativeSessionSnapshot, SessionSummary, normalize_source_id
 
@@ -59,117 +61,22 @@ _WIDEN = 2  # records the look-ahead widens by per record yielded, past DEPTH (s
 _END = object()
 
 
-class _PendingRead:
-    """One provider read, run by the read-ahead's worker thread."""
-
-    def __init__(self, source_id: str, session_id: str, call: Callable[[], tuple[NativeSessionSnapshot, int]]) -> None:
-        self.source_id = source_id
-        self.session_id = session_id
-        self.size = 0  # the answer's bytes, once read
-        self.dropped = False  # taken, or the read stage will not take it: not begun, or let go
-        self.counted = False  # its answer counts against the budget (read, not yet let go)
-        self.early = False  # read on its own thread, outside the budget (a large session)
-        self._call: Callable[[], tuple[NativeSessionSnapshot, int]] | None = call
-        self._result: NativeSessionSnapshot | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        try:
-            assert self._call is not None
-            self._result, self.size = self._call()
-        except BaseException as exc:  # noqa: BLE001 -- re-raised where the read is taken
-            self._error = exc
-        self._call = None
-        self._done.set()
-
-    def skip(self) -> None:
-        self._call = None
-        self._done.set()
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self) -> None:
-        self._done.wait()
-
-    def result(self) -> NativeSessionSnapshot:
-        self._done.wait()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        result, self._result = self._result, None
-        assert result is not None
-        return result
-
-
-class _Worker:
-    """One thread that runs the queued reads in order, for a whole sync, each as soon as
-    the answers held leave room in the budget. Starting a thread per session cost more
-    than the read on a loaded machine (the starter waits for the new thread to get the GIL)."""
-
-    def __init__(self, budget: int) -> None:
-        self._budget = budget
-        self._jobs: queue.SimpleQueue[_PendingRead | None] = queue.SimpleQueue()
-        self._room = threading.Condition()
-        self._held = 0  # bytes of answers read and not yet taken
-        self._stopped = False
-        # Set while the next read waits for the held answers to be taken (for tests and diagnostics).
-        self.waiting_for_room = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="read-ahead")
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            with self._room:
-                while self._held >= self._budget and not job.dropped and not self._stopped:
-                    self.waiting_for_room.set()
-                    self._room.wait()
-                self.waiting_for_room.clear()
-                if job.dropped or self._stopped:
-                    job.skip()
-                    continue
-            job.run()
-            with self._room:
-                if not job.dropped:
-                    job.counted = True
-                    self._held += job.size
-
-    def submit(self, job: _PendingRead) -> None:
-        self._jobs.put(job)
-
-    def release(self, job: _PendingRead) -> None:
-        """`job` was taken or dropped: its answer no longer counts against the budget."""
-        with self._room:
-            if job.counted:
-                self._held -= job.size
-                job.counted = False
-            job.dropped = True
-            self._room.notify_all()
-
-    def stop(self) -> None:
-        """The thread ends after the read it runs (if any); it is not waited for."""
-        with self._room:
-            self._stopped = True
-            self._room.notify_all()
-        self._jobs.put(None)
-
-
 class ReadAhead:
     def __init__(self, *, depth: int = DEPTH, budget: int = BYTE_BUDGET, horizon: int = HORIZON,
-                 early_bytes: int = EARLY_BYTES) -> None:
+                 early_bytes: int = EARLY_BYTES, window: int = WINDOW) -> None:
         self.depth = depth
+        self.window = window
         self.budget = budget
         self.horizon = max(horizon, depth + 1)
         self.early_bytes = early_bytes
         self._window: collections.deque[Item] = collections.deque()  # items fed ahead, not yet yielded
         self._considered = 0  # of the window's items, those start_next has looked at
         self._scanned = 0  # of the window's items, those looked at for a large session to read early
-        self._pending: collections.deque[_PendingRead] = collections.deque()  # queued reads, in order
-        self._worker: _Worker | None = None
-        self._early: _PendingRead | None = None  # the large session read early, not yet taken
+        self._pending: collections.deque[PendingRead] = collections.deque()  # queued reads, in order
+        self._worker: ReadWorker | None = None
+        self._early: PendingRead | None = None  # the large session read early, not yet taken
         self._early_taken = False  # the last take was the early read: its session may be being published
+        self._sizes: dict[str, int | None] = {}  # read_size_hint's answers, kept from the scan to the queue
         self.started = 0  # reads begun ahead (for tests and the bench)
         self.used = 0  # of which the read stage took the result
         self.most_pending = 0  # the most reads queued and not taken at once (for tests and the bench)
@@ -213,8 +120,9 @@ class ReadAhead:
             if will_read(summary[1]):  # else retained: the read stage will not read it
                 session_id = summary[1].native_session_id
                 early = self._early
+                size = self._size(hint, summary[1])
                 if early is None or (early.source_id, early.session_id) != (source_id, session_id):
-                    if self._large(hint, summary[1]):
+                    if size is not None and size >= self.early_bytes:
                         early = self._begin_early(source_id, session_id, driver)
                         if early is None:
                             return  # it waits for the large session read early before it
@@ -223,7 +131,7 @@ class ReadAhead:
                 if early is not None:
                     self._pending.append(early)  # in its place among the reads in order
                 else:
-                    self._queue(source_id, session_id, driver)
+                    self._queue(source_id, session_id, driver, size)
             self._considered += 1
         self._look_for_large(source_id, driver, will_read, hint)
 
@@ -284,12 +192,19 @@ class ReadAhead:
             return None  # the read stage reports it
         return normalize_source_id(str(data.get("sourceId", ""))), summary
 
-    def _large(self, hint: Callable[[SessionSummary], int | None] | None, summary: SessionSummary) -> bool:
-        """Whether the driver tells that this session's read is large (see EARLY_BYTES)."""
+    def _size(self, hint: Callable[[SessionSummary], int | None] | None, summary: SessionSummary, *,
+              keep: bool = False) -> int | None:
+        """How large the driver tells this session's read is (None: it cannot tell), asked
+        once per session: the scan ahead keeps what it was told for the queue, which takes it."""
         if hint is None:
-            return False
+            return None
+        session_id = summary.native_session_id
+        if session_id in self._sizes:
+            return self._sizes[session_id] if keep else self._sizes.pop(session_id)
         size = hint(summary)
-        return size is not None and size >= self.early_bytes
+        if keep:
+            self._sizes[session_id] = size
+        return size
 
     def _look_for_large(self, source_id: str, driver: AgentDriver, will_read: Callable[[SessionSummary], bool],
                         hint: Callable[[SessionSummary], int | None] | None) -> None:
@@ -304,16 +219,17 @@ class ReadAhead:
                 summary = self._summary_of(upcoming)
                 if summary is None or summary[0] != source_id:
                     return  # as for the reads in order: nothing past another source's summary
-                if will_read(summary[1]) and self._large(hint, summary[1]):
+                size = self._size(hint, summary[1], keep=True) if will_read(summary[1]) else None
+                if size is not None and size >= self.early_bytes:
                     self._begin_early(source_id, summary[1].native_session_id, driver)
             self._scanned += 1
 
-    def _begin_early(self, source_id: str, session_id: str, driver: AgentDriver) -> _PendingRead | None:
+    def _begin_early(self, source_id: str, session_id: str, driver: AgentDriver) -> PendingRead | None:
         """The read of a large session begun on a thread of its own (None while another
         large session read early is held or being published)."""
         if self._early is not None or self._early_taken:
             return None
-        pending = _PendingRead(source_id, session_id, _sized_read(driver, session_id, self.budget))
+        pending = PendingRead(source_id, session_id, read_steps(driver, session_id, self.budget)[0])
         pending.early = True
         self._early = pending
         threading.Thread(target=pending.run, daemon=True, name="read-early").start()
@@ -321,16 +237,18 @@ class ReadAhead:
         self.early_started += 1
         return pending
 
-    def _queue(self, source_id: str, session_id: str, driver: AgentDriver) -> None:
-        pending = _PendingRead(source_id, session_id, _sized_read(driver, session_id, self.budget))
+    def _queue(self, source_id: str, session_id: str, driver: AgentDriver, size: int | None) -> None:
+        begin, sends_only = read_steps(driver, session_id, self.budget)
+        # a read whose size is told beforehand may be in flight beside others (read_worker.py)
+        pending = PendingRead(source_id, session_id, begin, told_size=size if sends_only else None)
         if self._worker is None:
-            self._worker = _Worker(self.budget)
+            self._worker = ReadWorker(self.budget, self.window)
         self._pending.append(pending)
         self._worker.submit(pending)
         self.started += 1
         self.most_pending = max(self.most_pending, len(self._pending))
 
-    def _drop_all(self, *, wait: bool = True, keep: _PendingRead | None = None) -> None:
+    def _drop_all(self, *, wait: bool = True, keep: PendingRead | None = None) -> None:
         """Drop the queued reads and the one begun early (unless it is `keep`)."""
         pending, self._pending = self._pending, collections.deque()
         for job in pending:
@@ -344,15 +262,7 @@ class ReadAhead:
             self._early.dropped = True  # its thread ends with its read; the answer goes with it
             self._early = None
         self._considered = self._scanned = len(self._window)  # what was looked at is not queued again
-
-
-def _sized_read(driver: AgentDriver, session_id: str, budget: int) -> Callable[[], tuple[NativeSessionSnapshot, int]]:
-    """The read of one session with its answer's bytes; a driver that cannot tell them
-    counts the read as the whole budget."""
-    sized: Any = getattr(driver, "read_session_sized", None)
-    if sized is None:
-        return lambda: (driver.read_session(session_id), budget)
-    return lambda: sized(session_id)
+        self._sizes.clear()
 
 
 class _Reader:

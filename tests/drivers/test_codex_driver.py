@@ -152,6 +152,16 @@ def test_a_sized_read_is_the_same_snapshot_with_the_bytes_codex_answered(driver)
     assert size >= len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode())
 
 
+def test_reads_asked_together_are_each_answered_as_a_read_alone(driver):
+    # the read-ahead keeps several reads in flight (session 25): all asked before any is waited for
+    answers = [(thread.id, driver.begin_read_session_sized(thread.id)) for thread in THREADS]
+    taken = {thread_id: answer() for thread_id, answer in reversed(answers)}  # waited for in another order
+    for thread in THREADS:
+        snapshot, size = taken[thread.id]
+        assert snapshot.model_dump(mode="json") == driver.read_session(thread.id).model_dump(mode="json")
+        assert size > 0
+
+
 def test_an_archived_thread_reads_like_any_other(driver):
     thread = next(t for t in THREADS if t.archived)
     snapshot = driver.read_session(thread.id)
