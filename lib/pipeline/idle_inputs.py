@@ -196,6 +196,20 @@ def _home_digest(recipe: Mapping[str, Any], environ: Mapping[str, str], taken: d
     return digest.digest
 
 
+def connect_store(path: str) -> Any:
+    """A sqlite3 connection to the store file `path`, never creating it (Undecided when
+    it cannot be opened)."""
+    import sqlite3
+
+    # `//x` is `/x` here; a URI's `//` would start an authority. mode=rw: never create it.
+    absolute = "/" + path.lstrip("/")
+    uri = "file:" + absolute.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    try:
+        return sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+    except sqlite3.Error:
+        raise Undecided(path) from None
+
+
 def store_token(path: str, space: str, roots: list[list[str]]) -> dict[str, Any]:
     """The store's files checked as lib/fabric/sqlite_files.py checks them, and what an
     idle sync reads of it: the meta rows, the space's row, the index, health and receipt
@@ -210,13 +224,7 @@ def store_token(path: str, space: str, roots: list[list[str]]) -> dict[str, Any]
     if os.path.lexists(locks):
         _private(locks, directory=True, strict_mode=0o022)
     keys = [bytes.fromhex(value) if kind == "b" else value for kind, value in roots]
-    # `//x` is `/x` here; a URI's `//` would start an authority. mode=rw: never create it.
-    absolute = "/" + path.lstrip("/")
-    uri = "file:" + absolute.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-    except sqlite3.Error:
-        raise Undecided(path) from None
+    conn = connect_store(path)
     try:
         conn.execute("BEGIN")
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schemaVersion', 'storeId')"))

@@ -155,12 +155,17 @@ def early_sequences(target: FabricTarget, source_ids: list[str], listed: list[st
     first unchanged one), allocated now, in order, so their providers may list from the
     moment they start (every listing still follows its sequence). A source after an
     unchanged one allocates when it is listed, as before: the unchanged one allocates
-    its own first, so every source gets the number it always got."""
+    its own first, so every source gets the number it always got. A source whose early
+    listing (the idle fast path's, lib/pipeline/idle_early_start.py) follows a sequence
+    allocated for it lists from that one, allocated before its listing too."""
+    from lib.drivers import codex_early
+
     sequences: dict[str, int] = {}
     for source_id in source_ids:
         if source_id not in listed:
             break
-        sequences[source_id] = target.begin_session_observation()
+        early = codex_early.take_sequence(source_id, lambda: target.observation_origin())
+        sequences[source_id] = target.begin_session_observation() if early is None else early
     return sequences
 
 
