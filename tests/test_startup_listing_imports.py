@@ -21,7 +21,7 @@ import time
 
 from lib.pipeline.unchanged_sources import UNSURE_SECONDS
 from tests.test_cli_idle_fast_path import agentctl, steady_world
-from tests.test_cli_idle_home_walks import touch_a_rollout
+from tests.test_cli_idle_home_walks import SYNC_IN_PROCESS, touch_a_rollout
 
 WATCHED_RUN = """
 import contextlib, json, os, sqlite3, subprocess, sys
@@ -59,15 +59,7 @@ def watched_init(self, args, *rest, **options):
 
 os.write = watched_write
 subprocess.Popen.__init__ = watched_init
-sys.argv = ["agentctl", "sync", "--json"]
-from cli.main import main
-code = 0
-with open({out!r}, "w") as sink, contextlib.redirect_stdout(sink):
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-print(json.dumps({{"code": code, **first}}), file=sys.stderr)
+""" + SYNC_IN_PROCESS + """print(json.dumps({{"code": code, **first}}), file=sys.stderr)
 """
 
 # Not imported when the first page is asked: what the normal path imports before it lists.

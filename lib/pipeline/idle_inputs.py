@@ -80,11 +80,14 @@ def answer_path(state_dir: str) -> str:
 # -- observing -------------------------------------------------------------------------------
 
 
-def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None) -> dict[str, Any]:
+def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None,
+            walked: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every input of the idle answer `plan` names, as digests and flags (Undecided when
     one cannot be told). With `taken`, each source's home digest is also left there as
     `((program, home, databases), HomeDigest)`, so a caller that needs that digest again
-    right after does not walk the home twice (a walk of 3,000 rollouts is 30-60 ms)."""
+    right after does not walk the home twice (a walk of 3,000 rollouts is 30-60 ms).
+    `walked`: digests of some sources' homes this run took just before (a HomeDigest's
+    fields, by source id), used instead of walking them again."""
     _private(plan["stateDir"], directory=True)
     return {
         "environment": environment_digest(environ),
@@ -96,7 +99,7 @@ def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str
         "store": store_token(plan["storePath"], plan["space"], plan["roots"]),
         "books": {name: _file_digest(os.path.join(plan["stateDir"], DIRECTORY, name), missing_ok=True)
                   for name in plan["books"]},
-        "fingerprints": {source: _home_digest(recipe, environ, taken, source)
+        "fingerprints": {source: _home_digest(recipe, environ, taken, source, (walked or {}).get(source))
                          for source, recipe in plan["sources"].items()},
     }
 
@@ -182,13 +185,16 @@ def _read_private_file(path: str, owner: int, limit: int = -1) -> bytes:
 
 
 def _home_digest(recipe: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None,
-                 source: str = "") -> str:
+                 source: str = "", walked: Any = None) -> str:
     from lib.drivers.codex_home_files import find_codex_program, home_digest
 
     if recipe.get("kind") != "codex-home":
         raise Undecided("a source kind the fast path does not know")
     program = find_codex_program(recipe["codexBin"], environ)
-    digest = home_digest(program, recipe["home"], recipe["databases"]) if program is not None else None
+    if program is None:
+        digest = None
+    else:
+        digest = walked or home_digest(program, recipe["home"], recipe["databases"])
     if digest is None:
         raise Undecided("no fingerprint")
     if taken is not None:
