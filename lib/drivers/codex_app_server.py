@@ -124,7 +124,7 @@ class CodexAppServerDriver(AgentDriver):
         launch = plan_launch(self.config)
         start_daemon(launch, signal)
         # the fast path's child for exactly this launch, with its early answers if any (codex_early.py)
-        early = adopt(launch, self, _client_version()) if launch.framing == "lines" else None
+        early = adopt(launch, self, _client_version) if launch.framing == "lines" else None
         try:
             self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd, framing=launch.framing,
                                   signal=signal, stall_timeout=self.stall_timeout, process=getattr(early, "process", None))

@@ -179,10 +179,11 @@ def end_lending() -> None:
         _lent.clear()
 
 
-def adopt(launch: Any, driver: Any = None, client_version: str | None = None) -> Adopted | None:
+def adopt(launch: Any, driver: Any = None, client_version: Callable[[], str] | None = None) -> Adopted | None:
     """The child started early with exactly this launch (codex_launch.Launch), now the
     driver's; None if none (or it has exited already, or its early exchange went wrong,
-    was not with this `client_version` or did not end within the driver's stall timeout:
+    was not with the driver's `client_version()` (asked only then: it reads the installed
+    metadata) or did not end within the driver's stall timeout:
     it is ended here and the driver spawns its own). The early listing's pages go into
     `driver.listing` (codex_list_ahead.py) when the run listed from their sequence."""
     argv, env, cwd = launch.argv, launch.env, launch.cwd
@@ -198,7 +199,7 @@ def adopt(launch: Any, driver: Any = None, client_version: str | None = None) ->
         return None
     if early.listing is None:
         return Adopted(early.process)
-    right = early.listing.client_version == client_version and driver is not None
+    right = driver is not None and client_version is not None and early.listing.client_version == client_version()
     handed = early.listing.hand_over(driver.stall_timeout) if right else None
     if handed is None:
         _end(early)
