@@ -230,13 +230,24 @@ def discard() -> None:
 def _end(early: _Early) -> None:
     from lib.drivers import child_process
 
-    for stream in (early.process.stdin, early.process.stdout, early.process.stderr):
-        try:
-            if stream is not None:
-                stream.close()  # stdin closed: Codex exits within milliseconds
-        except OSError:
-            pass
+    _close(early.process.stdin)  # stdin closed: Codex exits within milliseconds
+    # An early listing's thread may be reading its stdout, and a reader holds the stream
+    # until its read returns: then the output is closed once the child has ended.
+    outputs = (early.process.stdout, early.process.stderr)
+    if early.listing is None:
+        for stream in outputs:
+            _close(stream)
     child_process.end(early.process, hung=False)
+    for stream in outputs:
+        _close(stream)
+
+
+def _close(stream: Any) -> None:
+    try:
+        if stream is not None:
+            stream.close()
+    except (OSError, ValueError):
+        pass
 
 
 def pid_of_started() -> list[int]:
