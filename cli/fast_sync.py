@@ -48,9 +48,11 @@ def answer_idle_sync(argv: list[str]) -> bool:
     if lines is None:
         # the normal path runs: a source whose home changed will be listed, so its Codex
         # starts now, while the normal path imports (lib/pipeline/idle_early_start.py)
+        from cli.version import VERSION
         from lib.pipeline.idle_early_start import start_changed_homes
 
-        start_changed_homes(names, os.environ, taken)
+        # the driver's `initialize` names agentctl's version (the installed metadata's, equal)
+        start_changed_homes(names, os.environ, taken, client_version=VERSION)
         return False
     stdout = sys.stdout
     if stdout is None:

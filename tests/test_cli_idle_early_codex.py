@@ -4,6 +4,9 @@ takes that very child, the fingerprint is the one taken before it started, and a
 nobody takes is ended, whatever way the run ends. Real homes, the real pinned Codex
 (through the wrapper that logs each start), real processes.
 
+Session 25: that child is also initialized and asked for its first pages early, and the
+driver takes those answers (the tests at the end).
+
 Each run carries a marker in its environment, which every Codex it starts inherits; after
 the run no live process may carry it (an orphan would)."""
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,10 +24,10 @@ import uuid
 import pytest
 
 from lib.drivers import codex_early
-from lib.drivers.codex_app_server import CodexAppServerDriver
+from lib.drivers.codex_app_server import CodexAppServerDriver, _client_version
 from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
-from lib.pipeline.idle_early_start import start_changed_homes
-from lib.pipeline.idle_inputs import FILE_NAME
+from lib.pipeline.idle_early_start import SEQUENCE_NAME, start_changed_homes
+from lib.pipeline.idle_inputs import FILE_NAME, load_answer
 from tests.support.cli import AGENTCTL
 from tests.test_cli_idle_fast_path import agentctl, steady_world
 from tests.test_cli_idle_sync import World
@@ -169,3 +173,128 @@ def test_an_agentctl_killed_outright_leaves_no_codex_behind(world):
     process.send_signal(signal.SIGKILL)  # no atexit, no finally: Codex sees its stdin close
     process.wait()
     assert_no_orphan(mark)
+
+
+# -- the early start's listing (session 25: lib/drivers/codex_early_list.py) ---------------
+# The child is initialized at once and, once the source's observation sequence is allocated
+# in the store, asked for its first `thread/list` pages; the driver that adopts it takes
+# those answers instead of asking again, the pages only when the run lists from that very
+# sequence.
+
+SOURCE = "codex"
+
+
+def observation_sequence(world) -> int:
+    with sqlite3.connect(world.tmp / "fabric.sqlite3") as db:
+        return db.execute("SELECT max(value) FROM sequences WHERE name = ?", (SEQUENCE_NAME,)).fetchone()[0] or 0
+
+
+def origin(world) -> str:
+    """FabricTarget.observation_origin of the world's store and space."""
+    plan = load_answer(str(world.tmp / "state"))["plan"]
+    with sqlite3.connect(world.tmp / "fabric.sqlite3") as db:
+        (store_id,) = db.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
+    return f"sqlite:{store_id} {plan['space']}"
+
+
+def started_early(world, monkeypatch, version: str) -> int:
+    append_a_line(world)  # the home changed: the early start starts its Codex
+    for name, value in world.env().items():
+        monkeypatch.setenv(name, value)
+    before = observation_sequence(world)
+    assert start_changed_homes([], os.environ, client_version=version) == 1
+    (pid,) = codex_early.pid_of_started()
+    assert observation_sequence(world) == before + 1, "its sequence allocated in the store"
+    return pid
+
+
+def listing(driver: CodexAppServerDriver) -> list:
+    pages, cursor = [], None
+    while True:
+        page = driver.list_sessions(cursor)
+        pages.append(([summary.model_dump() for summary in page.sessions], page.next_cursor))
+        if page.next_cursor is None:
+            return pages
+        cursor = page.next_cursor
+
+
+def driver_of(world, page_size: int | None = None) -> CodexAppServerDriver:
+    config = world.source.model_copy(update={"codex_bin": str(world.wrapper)})
+    return CodexAppServerDriver(config) if page_size is None else CodexAppServerDriver(config, page_size=page_size)
+
+
+def test_the_driver_takes_the_early_answers_when_the_run_lists_from_their_sequence(world, monkeypatch):
+    pid = started_early(world, monkeypatch, _client_version())
+    try:
+        sequence = codex_early.take_sequence(SOURCE, lambda: origin(world))
+        assert sequence == observation_sequence(world)
+        assert codex_early.take_sequence(SOURCE, lambda: origin(world)) is None, "taken once"
+        starts = world.starts()
+        driver = driver_of(world)
+        driver.start()
+        try:
+            assert driver.transport.pid == pid and world.starts() == starts, "the early child, adopted"
+            assert driver.listing.asked_ahead >= 1, "its first pages came with it"
+            assert driver.source.provider_version, "the early `initialize` answer names Codex's version"
+            early = listing(driver)
+            notes = sorted(message.get("method") for message in driver.transport.retained_notifications())
+        finally:
+            driver.stop()
+    finally:
+        codex_early.discard()
+    fresh = driver_of(world)  # the same listing, asked by a driver of its own
+    fresh.start()
+    try:
+        assert listing(fresh) == early
+        # what Codex sent besides the answers (its notifications) reached the transport too
+        assert sorted(message.get("method") for message in fresh.transport.retained_notifications()) == notes
+    finally:
+        fresh.stop()
+
+
+def test_without_its_sequence_taken_the_driver_adopts_the_child_and_lists_itself(world, monkeypatch):
+    pid = started_early(world, monkeypatch, _client_version())
+    try:
+        driver = driver_of(world)
+        driver.start()
+        try:
+            assert driver.transport.pid == pid
+            assert driver.listing.asked_ahead == 0, "pages asked before a sequence this run did not take: dropped"
+            assert listing(driver)[0][0], "it lists"
+        finally:
+            driver.stop()
+    finally:
+        codex_early.discard()
+
+
+def test_pages_asked_with_another_page_size_are_not_given(world, monkeypatch):
+    pid = started_early(world, monkeypatch, _client_version())
+    try:
+        assert codex_early.take_sequence(SOURCE, lambda: origin(world)) is not None
+        driver = driver_of(world, page_size=2)
+        driver.start()
+        try:
+            assert driver.transport.pid == pid and driver.listing.asked_ahead == 0
+            pages = listing(driver)
+            assert all(len(sessions) <= 2 for sessions, _cursor in pages)
+        finally:
+            driver.stop()
+    finally:
+        codex_early.discard()
+
+
+def test_a_child_initialized_for_another_version_is_not_adopted_and_is_ended(world, monkeypatch):
+    pid = started_early(world, monkeypatch, "0.0.0-another")
+    driver = driver_of(world)
+    driver.start()
+    try:
+        assert driver.transport.pid != pid and codex_early.started() == 0
+        assert listing(driver)[0][0]
+    finally:
+        driver.stop()
+        codex_early.discard()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    raise AssertionError(f"the early child {pid} was not ended and reaped")

@@ -2,9 +2,11 @@
 rollout (30-60 ms at 3,000 threads on a quiet machine), and before this session the
 listing idle sync walked it seven times: twice in the fast path (its decision, then the
 early start), once more before the listing (the idle answer's observation, of no use to a
-run that lists) and four times after it. Now four: the fast path's decision (the early
-start takes that digest), the trust check after the listing, and the two observations
-around the next run's idle decision (the decision takes the first one's digest).
+run that lists) and four times after it. Session 24 made it four: the fast path's decision
+(the early start takes that digest), the trust check after the listing, and the two
+observations around the next run's idle decision (the decision takes the first one's
+digest). Session 25: three, the trust check's digest (taken after Codex exited, before
+the decision) being the next answer's first observation too.
 
 Real home, the real pinned Codex, a real store: `agentctl sync --json` runs in a fresh
 interpreter with `codex_home_files.home_digest` counted (a counter around the real
@@ -21,6 +23,18 @@ import time
 from lib.pipeline.unchanged_sources import UNSURE_SECONDS
 from tests.test_cli_idle_fast_path import agentctl, steady_world
 
+# `agentctl sync --json` run in this interpreter, its stdout to {out}, its exit code in `code`
+SYNC_IN_PROCESS = """
+sys.argv = ["agentctl", "sync", "--json"]
+from cli.main import main
+code = 0
+with open({out!r}, "w") as sink, contextlib.redirect_stdout(sink):
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+"""
+
 COUNTED_RUN = """
 import contextlib, json, sys, traceback
 from lib.drivers import codex_home_files
@@ -32,15 +46,7 @@ def counted(*args, **kwargs):
     return real(*args, **kwargs)
 
 codex_home_files.home_digest = counted  # before anything imports it by name
-sys.argv = ["agentctl", "sync", "--json"]
-from cli.main import main
-code = 0
-with open({out!r}, "w") as sink, contextlib.redirect_stdout(sink):
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-from lib.drivers import codex_early
+""" + SYNC_IN_PROCESS + """from lib.drivers import codex_early
 print(json.dumps({{"code": code, "walks": walks, "lent": len(getattr(codex_early, "_lent", ()))}}), file=sys.stderr)
 """
 
@@ -59,7 +65,7 @@ def counted_sync(env: dict[str, str], out) -> dict:
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
-def test_a_listing_idle_sync_walks_the_home_four_times_not_seven(tmp_path):
+def test_a_listing_idle_sync_walks_the_home_three_times_not_seven(tmp_path):
     world = steady_world(tmp_path)
     world.prime()
     # Codex may checkpoint its database as it exits, which changes the home: then the
@@ -74,12 +80,12 @@ def test_a_listing_idle_sync_walks_the_home_four_times_not_seven(tmp_path):
         walks = run["walks"]
         assert "answer" in walks[0] and "start_changed_homes" not in walks[0], "the decision's walk, taken once"
         assert "_trustworthy" in walks[1], "nothing walked between the decision and the listing's end"
-        if len(walks) == 4:
+        if len(walks) == 3:
             break
         assert len(walks) == 2, walks  # the trust check failed: nothing more is observed
     callers = [walk[-1] for walk in walks]
-    assert callers == ["_home_digest", "codex_inventory_fingerprint", "_home_digest", "_home_digest"], walks
-    assert "keep_next_idle_answer" in walks[2] and "keep" in walks[3], "the next answer's two"
+    assert callers == ["_home_digest", "codex_inventory_fingerprint", "_home_digest"], walks
+    assert "keep_next_idle_answer" in walks[2] and "keep" in walks[2], "the next answer's second observation"
     assert run["lent"] == 0, "nothing lent is left for a later fingerprint"
     # what was kept is right: the next sync is answered from it, as the normal path answers
     fast = agentctl(["sync", "--json"], world.env())

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported on the idle fast path (codex_early_list.py reads with this)
+if TYPE_CHECKING:
+    from typing import Any
 
 READ_SIZE = 65536
 LONG_READ_SIZE = 1 << 20  # within a line that spans reads: a large answer in few reads (child_process widens the pipe)
@@ -95,6 +98,11 @@ class LineReader:
     def held(self) -> int:
         """Bytes of the line being read that are held now (for tests and diagnostics)."""
         return self._held
+
+    def unread(self) -> bytes:
+        """What was read and not given yet, as it arrived: whole lines, then the start of
+        the next (a reader handing the stream over, lib/drivers/codex_early_list.py)."""
+        return b"".join(line + b"\n" for line in self._ready) + b"".join(self._pieces)
 
     def readline(self) -> bytes | None:
         """The next line without its newline (the last one may have had none); None at the

@@ -123,11 +123,11 @@ class CodexAppServerDriver(AgentDriver):
         self.listing.reset()
         launch = plan_launch(self.config)
         start_daemon(launch, signal)
-        # the child the idle fast path started for exactly this launch, if any (codex_early.py)
-        early = adopt(launch.argv, launch.env, launch.cwd) if launch.framing == "lines" else None
+        # the fast path's child for exactly this launch, with its early answers if any (codex_early.py)
+        early = adopt(launch, self, _client_version) if launch.framing == "lines" else None
         try:
             self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd, framing=launch.framing,
-                                  signal=signal, stall_timeout=self.stall_timeout, process=early)
+                                  signal=signal, stall_timeout=self.stall_timeout, process=getattr(early, "process", None))
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"
@@ -139,7 +139,7 @@ class CodexAppServerDriver(AgentDriver):
         except TransportClosed as exc:
             raise self._start_failure(exc) from None
         try:
-            answer = self._transport.request(
+            answer = getattr(early, "initialized", None) or self._transport.request(
                 "initialize",
                 {
                     "clientInfo": {"name": "agentctl", "title": "agentctl", "version": _client_version()},
@@ -148,7 +148,8 @@ class CodexAppServerDriver(AgentDriver):
                 signal=signal,
                 stall_timeout=self.stall_timeout,
             )
-            self._transport.notify("initialized")
+            if not getattr(early, "initialized", None):
+                self._transport.notify("initialized")
         except TransportClosed as exc:
             self._transport.stop()
             raise self._start_failure(exc) from None

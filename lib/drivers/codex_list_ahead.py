@@ -17,6 +17,10 @@ most one chain runs; a page asked by the collection itself starts a new one afte
 A chain ends at the last page, at a cursor it asked before, on any failure, and when the
 driver stops or starts again. Pages never taken (a listing limit, a cancelled run) are
 dropped with the run.
+
+A listing may begin with pages answered before the driver had the child (the idle fast
+path's early listing, codex_early_list.py): `preload` holds them as pages asked ahead,
+and the chain follows the last of them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,32 @@ class AskedPage:
         self.pending = pending  # a PendingCall
         self.context = context  # the driver's own (archived flag, owned threads)
         self.size = 0  # the answer's bytes, once answered
+
+
+class Answered:
+    """A page's answer that is already here (a PendingCall's `result_sized`)."""
+
+    __slots__ = ("answer", "size")
+
+    def __init__(self, answer: Any, size: int) -> None:
+        self.answer, self.size = answer, size
+
+    def result_sized(self, signal: Any = None) -> tuple[Any, int]:
+        return self.answer, self.size
+
+
+def early_pages(pages: list[Any], page_size: int) -> list[AskedPage]:
+    """The early listing's pages (codex_early_list.EarlyPage) as the Codex driver's pages
+    asked ahead (its context: archived or not, no thread of its own running, as none
+    was), up to the first not asked as a driver of `page_size` asks."""
+    from lib.drivers.codex_list_params import list_params
+
+    asked = []
+    for page in pages:
+        if list_params(page.cursor, page_size)[1] != page.params:
+            break
+        asked.append(AskedPage(page.cursor, Answered(page.result, page.size), (page.params["archived"], set())))
+    return asked
 
 
 class ListAhead:
@@ -80,10 +110,32 @@ class ListAhead:
         self._follow(page, chain)
         return page
 
+    def preload(self, pages: list[AskedPage]) -> None:
+        """Begin a listing with `pages` answered already, in order from its first page;
+        the chain follows the last one."""
+        if not pages:
+            return
+        with self._cond:
+            self._clear()
+            self._chain += 1
+            chain = self._chain
+            for page in pages:
+                self._asked[page.cursor] = page
+                self._seen.add(page.cursor)
+            for page in pages[:-1]:  # the last is counted by the chain that follows it
+                page.size = page.pending.size
+                self._holding.add(page)
+                self._held += page.size
+            self.asked_ahead += len(pages)
+        self._follow(pages[-1], chain)
+
     def start(self) -> None:
         """Begin a listing's chain at its first page before the collection asks for
-        anything (the collection's `begin(None)` then takes that page)."""
+        anything (the collection's `begin(None)` then takes that page); nothing when
+        the listing began with pages answered already (`preload`)."""
         with self._cond:
+            if None in self._asked:
+                return
             self._clear()
             self._chain += 1
             chain = self._chain

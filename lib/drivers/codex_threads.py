@@ -14,62 +14,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lib.drivers.base import DriverError
+from lib.drivers.codex_list_params import (  # noqa: F401 - the driver and tests take them from here
+    ACTIVE_PREFIX,
+    ARCHIVED_PREFIX,
+    ARCHIVED_START,
+    SOURCE_KINDS,
+    list_params,
+    next_cursor,
+    page_follows,
+    parse_cursor,
+)
 from lib.git_context import sanitize_remote_url
 from lib.types import NativeSessionSnapshot, NormalizedMessage, SessionPage, SessionSummary, preview
 
-ACTIVE_PREFIX = "active:"
-ARCHIVED_PREFIX = "archived:"
-ARCHIVED_START = ARCHIVED_PREFIX
 INACTIVE_STATUSES = {"idle", "notLoaded", "systemError"}
 TOOL_ITEMS = {
     "commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "collabAgentToolCall",
     "webSearch", "imageView", "imageGeneration", "functionCallOutput",
 }
-
-
-def parse_cursor(cursor: str | None) -> tuple[bool, str | None]:
-    """(archived listing?, provider cursor) for one of our cursors; DriverError otherwise.
-
-    None starts the active listing; `active:<c>` continues it; `archived:` starts the
-    archived listing and `archived:<c>` continues it.
-    """
-    if cursor is None:
-        return False, None
-    if cursor.startswith(ACTIVE_PREFIX) and len(cursor) > len(ACTIVE_PREFIX):
-        return False, cursor[len(ACTIVE_PREFIX) :]
-    if cursor.startswith(ARCHIVED_PREFIX):
-        return True, cursor[len(ARCHIVED_PREFIX) :] or None
-    raise DriverError(
-        "invalid-cursor",
-        f"cursor {cursor!r} is not one this driver made: expected 'active:<cursor>', "
-        f"'archived:' or 'archived:<cursor>'",
-    )
-
-
-def next_cursor(archived: bool, provider_cursor: str | None) -> str | None:
-    if provider_cursor:
-        return (ARCHIVED_PREFIX if archived else ACTIVE_PREFIX) + provider_cursor
-    return None if archived else ARCHIVED_START
-
-
-SOURCE_KINDS = [
-    "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
-    "subAgentThreadSpawn", "subAgentOther", "unknown",
-]
-
-
-def list_params(cursor: str | None, page_size: int) -> tuple[bool, dict[str, Any]]:
-    """Whether our `cursor` lists archived threads, and the `thread/list` parameters of its page."""
-    archived, provider_cursor = parse_cursor(cursor)
-    return archived, {
-        "limit": page_size,
-        "cursor": provider_cursor,
-        "archived": archived,
-        "sortKey": "created_at",
-        "sortDirection": "desc",
-        "modelProviders": [],  # empty = every provider; omitted = only the configured one
-        "sourceKinds": SOURCE_KINDS,  # omitted = interactive sources only
-    }
 
 
 def page_from_list(result: dict[str, Any], *, archived: bool, owned: set[str]) -> SessionPage:
@@ -81,11 +43,6 @@ def page_from_list(result: dict[str, Any], *, archived: bool, owned: set[str]) -
         if isinstance(thread, dict) and thread.get("id")
     ]
     return SessionPage(sessions=sessions, next_cursor=next_cursor(archived, result.get("nextCursor")))
-
-
-def page_follows(archived: bool, result: Any) -> str | None:
-    """Our cursor after an answered `thread/list` page (None after the last)."""
-    return next_cursor(archived, result.get("nextCursor")) if isinstance(result, dict) else None
 
 
 def iso_time(value: Any) -> str | None:

@@ -84,11 +84,10 @@ class Identity:
     @classmethod
     def from_secret_key(cls, secret_key: bytes) -> Identity:
         """The identity of a 32-byte secret key (RFC 8032's seed); ValueError for another length."""
+        # not `serialization`: it imports the SSH key formats and every cipher (0.1 s loaded)
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-        public_key = Ed25519PrivateKey.from_private_bytes(secret_key).public_key()
-        public = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+        public = Ed25519PrivateKey.from_private_bytes(secret_key).public_key().public_bytes_raw()
         return cls(did=did_key(public), public_key=public, _secret_key=secret_key)
 
     def sign(self, message: bytes) -> bytes:

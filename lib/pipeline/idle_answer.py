@@ -34,13 +34,14 @@ class IdleAnswerKeeper:
         self._names = list(names)
         self._source_ids = list(source_ids)
 
-    def before(self, unchanged: UnchangedSources, taken: dict[str, Any] | None = None) -> Before | None:
+    def before(self, unchanged: UnchangedSources, taken: dict[str, Any] | None = None,
+               walked: dict[str, Any] | None = None) -> Before | None:
         """The plan and the inputs as they are before the decision; None when this run's
         answer cannot be kept (another store kind, checkout roots, a source the fast path
-        cannot fingerprint). `taken`: see `idle_inputs.observe`."""
+        cannot fingerprint). `taken`, `walked`: see `idle_inputs.observe`."""
         try:
             plan = self._plan(unchanged)
-            return None if plan is None else (plan, idle_inputs.observe(plan, os.environ, taken))
+            return None if plan is None else (plan, idle_inputs.observe(plan, os.environ, taken, walked))
         except (idle_inputs.Undecided, OSError, ValueError):
             return None
 

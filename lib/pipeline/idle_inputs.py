@@ -80,11 +80,14 @@ def answer_path(state_dir: str) -> str:
 # -- observing -------------------------------------------------------------------------------
 
 
-def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None) -> dict[str, Any]:
+def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None,
+            walked: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every input of the idle answer `plan` names, as digests and flags (Undecided when
     one cannot be told). With `taken`, each source's home digest is also left there as
     `((program, home, databases), HomeDigest)`, so a caller that needs that digest again
-    right after does not walk the home twice (a walk of 3,000 rollouts is 30-60 ms)."""
+    right after does not walk the home twice (a walk of 3,000 rollouts is 30-60 ms).
+    `walked`: digests of some sources' homes this run took just before (a HomeDigest's
+    fields, by source id), used instead of walking them again."""
     _private(plan["stateDir"], directory=True)
     return {
         "environment": environment_digest(environ),
@@ -96,7 +99,7 @@ def observe(plan: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str
         "store": store_token(plan["storePath"], plan["space"], plan["roots"]),
         "books": {name: _file_digest(os.path.join(plan["stateDir"], DIRECTORY, name), missing_ok=True)
                   for name in plan["books"]},
-        "fingerprints": {source: _home_digest(recipe, environ, taken, source)
+        "fingerprints": {source: _home_digest(recipe, environ, taken, source, (walked or {}).get(source))
                          for source, recipe in plan["sources"].items()},
     }
 
@@ -182,18 +185,35 @@ def _read_private_file(path: str, owner: int, limit: int = -1) -> bytes:
 
 
 def _home_digest(recipe: Mapping[str, Any], environ: Mapping[str, str], taken: dict[str, Any] | None = None,
-                 source: str = "") -> str:
+                 source: str = "", walked: Any = None) -> str:
     from lib.drivers.codex_home_files import find_codex_program, home_digest
 
     if recipe.get("kind") != "codex-home":
         raise Undecided("a source kind the fast path does not know")
     program = find_codex_program(recipe["codexBin"], environ)
-    digest = home_digest(program, recipe["home"], recipe["databases"]) if program is not None else None
+    if program is None:
+        digest = None
+    else:
+        digest = walked or home_digest(program, recipe["home"], recipe["databases"])
     if digest is None:
         raise Undecided("no fingerprint")
     if taken is not None:
         taken[source] = ((program, recipe["home"], recipe["databases"]), digest)
     return digest.digest
+
+
+def connect_store(path: str) -> Any:
+    """A sqlite3 connection to the store file `path`, never creating it (Undecided when
+    it cannot be opened)."""
+    import sqlite3
+
+    # `//x` is `/x` here; a URI's `//` would start an authority. mode=rw: never create it.
+    absolute = "/" + path.lstrip("/")
+    uri = "file:" + absolute.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+    try:
+        return sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+    except sqlite3.Error:
+        raise Undecided(path) from None
 
 
 def store_token(path: str, space: str, roots: list[list[str]]) -> dict[str, Any]:
@@ -210,13 +230,7 @@ def store_token(path: str, space: str, roots: list[list[str]]) -> dict[str, Any]
     if os.path.lexists(locks):
         _private(locks, directory=True, strict_mode=0o022)
     keys = [bytes.fromhex(value) if kind == "b" else value for kind, value in roots]
-    # `//x` is `/x` here; a URI's `//` would start an authority. mode=rw: never create it.
-    absolute = "/" + path.lstrip("/")
-    uri = "file:" + absolute.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-    except sqlite3.Error:
-        raise Undecided(path) from None
+    conn = connect_store(path)
     try:
         conn.execute("BEGIN")
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schemaVersion', 'storeId')"))

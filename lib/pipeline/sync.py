@@ -104,22 +104,25 @@ def run_sync(
             drivers.close()
     unchanged.published(watched.publication)
     if idle_answer is not None:
-        keep_next_idle_answer(workspace, target, source_ids, idle_answer)
+        keep_next_idle_answer(workspace, target, source_ids, idle_answer, walked=unchanged.trusted)
     return sink
 
 
 def keep_next_idle_answer(
-    workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper
+    workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper, *,
+    walked: dict[str, Any] | None = None,
 ) -> None:
     """After a publication: decide, as the next run will, whether it is idle, and keep
-    that answer, so the first idle sync after a publication is answered fast too."""
+    that answer, so the first idle sync after a publication is answered fast too.
+    `walked`: home digests taken since the listing ended (the trust check's, by source
+    id), the first observation's for those homes: each is walked once less."""
     from lib.pipeline.idle_answer import idle_records
 
     try:
         # no kept publication (a source was not kept): the next run lists; nothing to observe
         unkept = workspace.config.checkout_roots or UnchangedSources(workspace, target).book.load_publication() is None
         fresh, before, idle = (None, None, None) if unkept else observed_decision(
-            workspace, target, source_ids, idle_answer, observed_only=True)
+            workspace, target, source_ids, idle_answer, observed_only=True, walked=walked)
     except Exception:  # noqa: BLE001 - what the next run decides is its own; this only keeps a cache
         idle = None
     if idle is None:
@@ -130,7 +133,7 @@ def keep_next_idle_answer(
 
 def observed_decision(
     workspace: Workspace, target: FabricTarget, source_ids: list[str], idle_answer: IdleAnswerKeeper, *,
-    observed_only: bool = False,
+    observed_only: bool = False, walked: dict[str, Any] | None = None,
 ) -> tuple[UnchangedSources, Before | None, dict[str, Any] | None]:
     """The idle decision on a fresh UnchangedSources, after the inputs an idle answer is
     kept with are observed (`before`); its fingerprints are the home digests that
@@ -140,7 +143,7 @@ def observed_decision(
 
     fresh = UnchangedSources(workspace, target)
     taken: dict[str, Any] = {}
-    before = idle_answer.before(fresh, taken)
+    before = idle_answer.before(fresh, taken, walked)
     if before is None and observed_only:
         return fresh, None, None
     codex_early.lend_fingerprints(dict(taken.values()))
@@ -155,12 +158,17 @@ def early_sequences(target: FabricTarget, source_ids: list[str], listed: list[st
     first unchanged one), allocated now, in order, so their providers may list from the
     moment they start (every listing still follows its sequence). A source after an
     unchanged one allocates when it is listed, as before: the unchanged one allocates
-    its own first, so every source gets the number it always got."""
+    its own first, so every source gets the number it always got. A source whose early
+    listing (the idle fast path's, lib/pipeline/idle_early_start.py) follows a sequence
+    allocated for it lists from that one, allocated before its listing too."""
+    from lib.drivers import codex_early
+
     sequences: dict[str, int] = {}
     for source_id in source_ids:
         if source_id not in listed:
             break
-        sequences[source_id] = target.begin_session_observation()
+        early = codex_early.take_sequence(source_id, lambda: target.observation_origin())
+        sequences[source_id] = target.begin_session_observation() if early is None else early
     return sequences
 
 

@@ -124,6 +124,9 @@ class UnchangedSources:
         self._workspace = workspace
         self._target = target
         self._full = full
+        # the digests the trust check took after the listing, by source id: the next run's
+        # idle answer observes its homes with them (lib/pipeline/sync.py keep_next_idle_answer)
+        self.trusted: dict[str, InventoryFingerprint] = {}
         self._book: FingerprintBook | None = None
         self._generation: int | None = None
         self.checks: dict[str, SourceCheck] = {}
@@ -250,7 +253,10 @@ class UnchangedSources:
             after = inventory_fingerprint(config)
         except (CodedError, OSError):
             return False
-        return after is not None and after.digest == before.digest
+        if after is None or after.digest != before.digest:
+            return False
+        self.trusted[check.source_id] = after
+        return True
 
     def _forget(self, source_id: str) -> None:
         try:
