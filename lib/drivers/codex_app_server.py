@@ -109,9 +109,7 @@ class CodexAppServerDriver(AgentDriver):
 
     @classmethod
     def initial_capabilities(cls) -> DriverCapabilities:
-        return DriverCapabilities(
-            list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True
-        )
+        return DriverCapabilities(list_sessions=True, read_session=True, prompt=True, cancel=True, rename_session=True)
 
     @classmethod
     def inventory_fingerprint(cls, config: AgentSourceConfig) -> InventoryFingerprint | None:
