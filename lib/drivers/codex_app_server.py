@@ -32,6 +32,7 @@ from lib.drivers.codex_early import adopt
 from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
 from lib.drivers.codex_launch import plan_launch, start_daemon
 from lib.drivers.codex_list_ahead import AskedPage, ListAhead
+from lib.drivers.codex_list_params import initialize_params
 from lib.drivers.codex_threads import (
     list_params,
     page_follows,
@@ -139,10 +140,7 @@ class CodexAppServerDriver(AgentDriver):
         try:
             answer = getattr(early, "initialized", None) or self._transport.request(
                 "initialize",
-                {
-                    "clientInfo": {"name": "agentctl", "title": "agentctl", "version": _client_version()},
-                    "capabilities": {"experimentalApi": False},
-                },
+                initialize_params(_client_version()),
                 signal=signal,
                 stall_timeout=self.stall_timeout,
             )

@@ -24,7 +24,7 @@ import json
 import threading
 
 from lib.drivers.child_output import LineReader, LineTooLong
-from lib.drivers.codex_list_params import list_params, page_follows
+from lib.drivers.codex_list_params import initialize_params, list_params, page_follows
 
 TYPE_CHECKING = False  # typing itself is not imported on the fast path
 if TYPE_CHECKING:
@@ -69,10 +69,7 @@ class EarlyListing:
         """`initialize` is sent now (on the caller's thread, the first to write); the
         thread reads the answers."""
         try:
-            self._initialize = self._send("initialize", {
-                "clientInfo": {"name": "agentctl", "title": "agentctl", "version": self.client_version},
-                "capabilities": {"experimentalApi": False},
-            })
+            self._initialize = self._send("initialize", initialize_params(self.client_version))
         except (OSError, ValueError):
             self.broken = True
             return

@@ -1,4 +1,5 @@
-"""Our Codex listing cursors and the `thread/list` parameters of each page.
+"""Our Codex listing cursors, the `thread/list` parameters of each page, and the
+`initialize` parameters that precede them.
 
 Standard library only: the idle fast path's early listing (codex_early_list.py) asks
 Codex for the first pages with exactly the parameters the driver would, before pydantic
@@ -18,6 +19,15 @@ SOURCE_KINDS = [
     "cli", "vscode", "exec", "appServer", "subAgent", "subAgentReview", "subAgentCompact",
     "subAgentThreadSpawn", "subAgentOther", "unknown",
 ]
+
+
+def initialize_params(client_version: str) -> dict[str, Any]:
+    """The `initialize` request's parameters, the driver's and the early listing's alike
+    (the driver adopts an early child only when it was initialized with its version)."""
+    return {
+        "clientInfo": {"name": "agentctl", "title": "agentctl", "version": client_version},
+        "capabilities": {"experimentalApi": False},
+    }
 
 
 def parse_cursor(cursor: str | None) -> tuple[bool, str | None]:
