@@ -72,7 +72,7 @@ class GraphBatch:
         self._bytes = 0
         self._roots: set[str] = set()
         self._sessions = 0
-        self._sealed: _Sealed | None = None  # the batch before, its stored forms being made
+        self._sealed: SealedWrite | None = None  # the batch before, being committed
         self.commits = 0  # transactions committed so far (for counts in benches)
 
     def pending(self, cell_id: str) -> bool:
@@ -102,7 +102,7 @@ class GraphBatch:
         """Commit everything staged: the sealed batch, then the current one."""
         self._commit_sealed()
         if self._ids:
-            self._sealed = _Sealed(self._target, self._take(), background=self._background())
+            self._sealed = self._sealed_write()
             self._commit_sealed()
         self._sessions = 0
 
@@ -122,13 +122,15 @@ class GraphBatch:
         without the GIL, else at once."""
         self._commit_sealed()
         if self._ids:
-            self._sealed = _Sealed(self._target, self._take(), background=self._background())
+            self._sealed = self._sealed_write()
             if not self._sealed.background:
                 self._commit_sealed()
         self._sessions = 0
 
-    def _background(self) -> bool:
-        return self._target.store.batch_commits_release_gil()
+    def _sealed_write(self) -> SealedWrite:
+        ids, texts, roots = self._take()
+        return SealedWrite(self._target, ids, texts, roots=roots,
+                           background=self._target.store.batch_commits_release_gil())
 
     def _take(self) -> tuple[list[str], list[str], set[str]]:
         taken = self._ids, self._texts, self._roots
@@ -144,21 +146,26 @@ class GraphBatch:
         self.commits += 1
 
 
-class _Sealed:
-    """A batch no longer staged to: its cell IDs and texts and its graphs' roots, being
-    committed (the store's stored forms of its texts made, then its rows written) on the
-    worker thread when `background`, else when it is sealed."""
+class SealedWrite:
+    """Cells no longer staged to (their IDs and fvj1 texts, children first), being
+    committed in one transaction: the store's stored forms of their texts made, then
+    their rows written, on the worker thread when `background`, else at once. Also the
+    early index rows' groups (early_rows.py), which `require_absent` their cells: such a
+    write commits nothing, and `committed` gives None, when one of them exists.
+    `roots`: the graphs' roots it holds (GraphBatch.pending)."""
 
     def __init__(
-        self, target: GraphTarget, taken: tuple[list[str], list[str], set[str]], *, background: bool
+        self, target: GraphTarget, ids: list[str], texts: list[str], *, background: bool,
+        roots: set[str] | frozenset[str] = frozenset(), require_absent: bool = False,
     ) -> None:
-        self.ids, self.texts, self.roots = taken
+        self.ids, self.texts, self.roots = ids, texts, roots
         self.background = background
         self._target = target
+        self._require_absent = require_absent
         self._dropped = False
         from concurrent.futures import Future
 
-        self._future: Future[None]
+        self._future: Future[int | None]
         if background:
             self._future = batch_worker().submit(self._commit)
         else:
@@ -168,12 +175,13 @@ class _Sealed:
             except Exception as error:  # raised by `committed`, as the worker's would be
                 self._future.set_exception(error)
 
-    def committed(self) -> None:
-        """Once the batch is committed; raises what committing it raised."""
-        self._future.result()
+    def committed(self) -> int | None:
+        """Once the cells are committed: the commit's sequence number, or None when a
+        cell required absent exists (nothing written); raises what committing raised."""
+        return self._future.result()
 
     def drop(self) -> None:
-        """Commit nothing more of this batch: a commit not started is not; one under way
+        """Commit nothing more of this write: a commit not started is not; one under way
         is waited for."""
         self._dropped = True
         if not self._future.cancel():
@@ -182,14 +190,18 @@ class _Sealed:
             except Exception:  # dropped with its batch: nothing links what it wrote
                 pass
 
-    def _commit(self) -> None:
+    def _commit(self) -> int | None:
         target = self._target
         stored = target.store.stored_forms(target.space, self.texts)
         if self._dropped:
-            return
+            return None
         labels = target.labels
         tx = target.store.transaction(target.space, target.writer)
-        tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
+        if self._require_absent:  # the rules' path: rows read, the group all or nothing
+            for cell_id in self.ids:
+                tx.require_absent(cell_id)
+        else:
+            tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
         write = tx.write
         if stored is None:
             for cell_id, text in zip(self.ids, self.texts, strict=True):
@@ -197,4 +209,11 @@ class _Sealed:
         else:
             for cell_id, text, form in zip(self.ids, self.texts, stored, strict=True):
                 write(cell_id, None, labels, text=text, stored=form)
-        tx.commit()
+        if not self._require_absent:
+            return tx.commit()
+        from lib.fabric.store_errors import PreconditionFailed
+
+        try:
+            return tx.commit()
+        except PreconditionFailed:  # one exists: nothing of this write is written
+            return None

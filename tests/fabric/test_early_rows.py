@@ -6,12 +6,15 @@ a publisher killed after writing rows early leaves the prior indexes whole."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
 import lib.fabric.graph_batch as graph_batch
 import lib.fabric.index_store as index_store
+from lib.fabric import stored_values
 from lib.fabric.early_rows import EarlyRows
 from lib.fabric.publication import Publication
 from tests.fabric.target_helpers import (
@@ -99,6 +102,44 @@ def _rows_written_early(target, source, count: int) -> Publication:
     return pub
 
 
+@pytest.mark.skipif(not stored_values.ENCODES_WITHOUT_GIL, reason="lib._cells not built")
+def test_early_groups_are_read_written_and_committed_on_the_graph_batches_worker_not_the_main_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Session 26: an early group's transaction (its rows read for `require_absent`, its
+    cells written, its COMMIT) runs on graph_batch's worker thread after the graph
+    batches sealed before it, as a sealed graph batch does, not on the caller's thread."""
+    seen: list[tuple[str, str]] = []
+    connect = sqlite3.connect
+
+    def traced_connect(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: seen.append((threading.current_thread().name, sql)))
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    monkeypatch.setattr(index_store, "ROW_BATCH", 2)
+    monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
+    target, source = make_env(tmp_path).target(), descriptor()
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        seen.clear()
+        for n in range(7):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        pub.batch.flush()
+        pub._early.flush()
+        early = list(seen)
+        assert len(pub._early) == 7
+        pub.end_source(None, source.id)
+        pub.commit()
+    row_reads = [thread for thread, sql in early if sql.startswith(ROW_READ)]
+    commits = [thread for thread, sql in early if sql.strip().upper() == "COMMIT"]
+    assert row_reads and all(thread.startswith("agentctl-graph-batch") for thread in row_reads)
+    assert commits and all(thread.startswith("agentctl-graph-batch") for thread in commits)
+    assert len(rows(target)) == 7
+    assert _assert_no_document_links_a_missing_cell(target) > 0
+
+
 def test_rows_a_publication_wrote_early_and_then_abandoned_are_written_again_by_the_next_one(tmp_path: Path):
     """An abandoned publication (closed uncommitted, as a crash leaves it) leaves its
     early cells; the next publication's group requiring them absent writes nothing, and
@@ -138,6 +179,7 @@ import sys, time
 from pathlib import Path
 import lib.fabric.graph_batch as graph_batch
 import lib.fabric.index_store as index_store
+from lib.fabric import stored_values
 from lib.fabric.early_rows import EarlyRows
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 
