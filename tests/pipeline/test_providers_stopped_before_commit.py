@@ -18,24 +18,16 @@ import pytest
 from lib.drivers.codex_app_server import CodexAppServerDriver
 from lib.fabric.publication import Publication
 from lib.pipeline.driver_pool import DriverPool
-from lib.pipeline.records import RecordSink, kind_of
+from lib.pipeline.records import kind_of
 from lib.pipeline.sync import run_sync
 from lib.pipeline.unchanged_sources import UnchangedSources
 from lib.workspace import Workspace
+from tests.pipeline.test_early_start import Records
 from tests.support.cli import CODEX_BIN
 from tests.support.codex_home import demo_threads, make_codex_home
 from tests.support.scripted_driver import ScriptedDriver
 
 PATIENCE = 60.0  # seconds a loaded machine may take to end a child that was asked to stop
-
-
-class Records(RecordSink):
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: list = []
-
-    def emit(self, item) -> None:  # noqa: ANN001
-        self.items.append(item)
 
 
 def reaped(pid: int) -> bool:
