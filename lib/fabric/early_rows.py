@@ -6,9 +6,9 @@ added wall time (3.5 s of a 3,000-thread first sync). So a publication writes a 
 row's cells as it goes, ROW_BATCH rows a transaction (index_store.row_groups), as
 `commit_indexes` would have written them (row_cells.direct_rows: the same IDs and
 texts), and leaves the commit only what depends on the whole listing: the roots and
-the ordering. A group is committed on the graph batches' worker thread
-(graph_batch.SealedWrite, after the batches sealed before it), so its SQLite work
-leaves the caller's thread as theirs does.
+the ordering. A group is a graph_batch.SealedWrite, as a graph batch is: its stored
+forms are made on the graph batches' worker thread, its transaction (the rules' path,
+row by row) runs on the caller's thread when the next group is sealed or at `flush`.
 
 Safe as the commit's own early groups are: nothing reaches a row cell until the roots
 link it, so a crash leaves unreachable cells, never an index pointing at a missing one.
@@ -87,19 +87,17 @@ class EarlyRows:
         self._commit_sealed()
 
     def discard(self) -> None:
-        """Drop what waits (an abandoned publication): nothing links it. A group being
-        committed is waited for, so no commit runs on after the publication."""
+        """Drop what waits (an abandoned publication): nothing links it. The sealed
+        group's stored forms, if being made, are waited for; it is never committed."""
         sealed, self._sealed = self._sealed, None
         if sealed is not None:
             sealed[2].drop()
         self._waiting, self._waiting_bytes = [], 0
 
     def _seal(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Assemble the cells of `rows` of the usual shape (row_cells.py) and have them
-        committed as graph_batch.py commits a sealed batch (on its worker thread, where
-        the store makes their stored forms without the GIL; in order after the graph
-        batches sealed before, which hold every graph these rows link), after taking the
-        outcome of the group before."""
+        """Assemble the cells of `rows` of the usual shape (row_cells.py) and seal them
+        (graph_batch.SealedWrite: their stored forms made on the worker thread, where the
+        store makes them without the GIL), after committing the group before."""
         self._commit_sealed()
         target = self._target
         if self._linked is None:
@@ -116,8 +114,9 @@ class EarlyRows:
             self._commit_sealed()
 
     def _commit_sealed(self) -> None:
-        """The sealed group's outcome: its rows noted as written, unless one of its cells
-        existed (then nothing of it was written, and its rows are the commit's, as before)."""
+        """The sealed group's cells in one transaction, which writes nothing if one of
+        them exists (its rows are then the commit's, as before); else its rows are noted
+        as written."""
         sealed, self._sealed = self._sealed, None
         if sealed is None:
             return

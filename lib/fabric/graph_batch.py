@@ -147,12 +147,18 @@ class GraphBatch:
 
 
 class SealedWrite:
-    """Cells no longer staged to (their IDs and fvj1 texts, children first), being
-    committed in one transaction: the store's stored forms of their texts made, then
-    their rows written, on the worker thread when `background`, else at once. Also the
-    early index rows' groups (early_rows.py), which `require_absent` their cells: such a
-    write commits nothing, and `committed` gives None, when one of them exists.
-    `roots`: the graphs' roots it holds (GraphBatch.pending)."""
+    """Cells no longer staged to (their IDs and fvj1 texts, children first), committed in
+    one transaction, their stored forms made first; on the worker thread when
+    `background`, else at once. `roots`: the graphs' roots it holds (GraphBatch.pending).
+
+    Also the early index rows' groups (early_rows.py), which `require_absent` their
+    cells: such a write commits nothing, and `committed` gives None, when one exists.
+    Their stored forms are made on the worker too, but their transaction runs on the
+    caller's thread, at `committed`: the store takes the rules' path for it (each row
+    read, then written row by row, the GIL taken back for every row), which on the worker
+    stalled it behind the caller's Python and held up the graph batches queued after it
+    (a 3,000-thread first sync 0.4 to 0.9 s slower; docs/store-size-and-speed.md,
+    "Session 26")."""
 
     def __init__(
         self, target: GraphTarget, ids: list[str], texts: list[str], *, background: bool,
@@ -165,9 +171,9 @@ class SealedWrite:
         self._dropped = False
         from concurrent.futures import Future
 
-        self._future: Future[int | None]
-        if background:
-            self._future = batch_worker().submit(self._commit)
+        self._future: Future[int | None] | Future[list[str | bytes] | None]
+        if background:  # a write required absent: only its stored forms there
+            self._future = batch_worker().submit(self._forms if require_absent else self._commit)
         else:
             self._future = Future()
             try:
@@ -178,7 +184,9 @@ class SealedWrite:
     def committed(self) -> int | None:
         """Once the cells are committed: the commit's sequence number, or None when a
         cell required absent exists (nothing written); raises what committing raised."""
-        return self._future.result()
+        if self.background and self._require_absent:
+            return self._write(self._future.result())  # type: ignore[arg-type]
+        return self._future.result()  # type: ignore[return-value]
 
     def drop(self) -> None:
         """Commit nothing more of this write: a commit not started is not; one under way
@@ -190,11 +198,15 @@ class SealedWrite:
             except Exception:  # dropped with its batch: nothing links what it wrote
                 pass
 
+    def _forms(self) -> list[str | bytes] | None:
+        return self._target.store.stored_forms(self._target.space, self.texts)
+
     def _commit(self) -> int | None:
+        stored = self._forms()
+        return None if self._dropped else self._write(stored)
+
+    def _write(self, stored: list[str | bytes] | None) -> int | None:
         target = self._target
-        stored = target.store.stored_forms(target.space, self.texts)
-        if self._dropped:
-            return None
         labels = target.labels
         tx = target.store.transaction(target.space, target.writer)
         if self._require_absent:  # the rules' path: rows read, the group all or nothing
