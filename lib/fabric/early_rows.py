@@ -86,6 +86,15 @@ class EarlyRows:
         self.write()
         self._commit_sealed()
 
+    def end(self) -> None:
+        """At the publication's commit: commit the sealed group, and leave the rows still
+        waiting to the commit, which writes them in its own groups (new cells in one
+        statement, no row read; under the publish lock). Another early group there (its
+        stored forms waited for, its rows read, its own transaction) made the commit, all
+        of it wall time after the agent's last answer, 50 to 90 ms longer at 300 threads."""
+        self._commit_sealed()
+        self._waiting, self._waiting_bytes = [], 0
+
     def discard(self) -> None:
         """Drop what waits (an abandoned publication): nothing links it. The sealed
         group's stored forms, if being made, are waited for; it is never committed."""

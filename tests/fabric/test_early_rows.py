@@ -248,3 +248,29 @@ def test_rows_left_to_the_commit_are_inserted_without_reading_their_rows(
     # one read, of the final transaction's few cells, not of the rows' 16 (4 x 3 previews + 4)
     assert [s.count("x'") for s in reads] == [4]
     assert len(rows(target)) == 4
+
+
+def test_rows_still_waiting_at_the_commit_are_the_commits_own_written_without_another_early_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, traced: list[str]
+):
+    """Session 26: at the commit, the sealed early group is committed and the rows still
+    waiting are left to the commit's own groups (new cells in one statement, no row
+    read), not written in one more early group (its rows read for `require_absent`)."""
+    monkeypatch.setattr(index_store, "ROW_BATCH", 2)
+    monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
+    target, source = make_env(tmp_path).target(), descriptor()
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        for n in range(7):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        pub.end_source(None, source.id)
+        traced.clear()
+        pub.commit()
+        early = len(pub._early)
+    reads = [s for s in traced if s.startswith(ROW_READ)]
+    assert 0 < early < 7, "some rows were written early, the last ones by the commit"
+    # the sealed group's read (its two rows' cells) and the final transaction's, no other
+    assert len(reads) <= 2 and [s.count("x'") for s in reads][-1] == 4
+    got = rows(target)
+    assert len(got) == 7 and all(len(row["recentMessages"]) == 3 for row in got.values())
+    assert _assert_no_document_links_a_missing_cell(target) > 0
