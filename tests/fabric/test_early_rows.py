@@ -229,6 +229,19 @@ def test_a_publisher_killed_with_sigkill_after_writing_rows_early_leaves_the_pri
 ROW_READ = "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents"
 
 
+def _commit_traced(target, count: int, traced: list[str]) -> Publication:
+    """A publication of sessions s0.. committed, the statements traced from its commit on."""
+    source = descriptor()
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        for n in range(count):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        pub.end_source(None, source.id)
+        traced.clear()
+        pub.commit()
+    return pub
+
+
 def test_rows_left_to_the_commit_are_inserted_without_reading_their_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, traced: list[str]
 ):
@@ -236,14 +249,8 @@ def test_rows_left_to_the_commit_are_inserted_without_reading_their_rows(
     rule: the commit's groups hint expect_new_cells, so the only rows it reads are the
     final transaction's (the roots and the ordering)."""
     monkeypatch.setattr(EarlyRows, "add", lambda self, row: None)
-    target, source = make_env(tmp_path).target(), descriptor()
-    with target.publication() as pub:
-        pub.begin_source(source, None)
-        for n in range(4):
-            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
-        pub.end_source(None, source.id)
-        traced.clear()
-        pub.commit()
+    target = make_env(tmp_path).target()
+    _commit_traced(target, 4, traced)
     reads = [s for s in traced if s.startswith(ROW_READ)]
     # one read, of the final transaction's few cells, not of the rows' 16 (4 x 3 previews + 4)
     assert [s.count("x'") for s in reads] == [4]
@@ -258,15 +265,8 @@ def test_rows_still_waiting_at_the_commit_are_the_commits_own_written_without_an
     read), not written in one more early group (its rows read for `require_absent`)."""
     monkeypatch.setattr(index_store, "ROW_BATCH", 2)
     monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
-    target, source = make_env(tmp_path).target(), descriptor()
-    with target.publication() as pub:
-        pub.begin_source(source, None)
-        for n in range(7):
-            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
-        pub.end_source(None, source.id)
-        traced.clear()
-        pub.commit()
-        early = len(pub._early)
+    target = make_env(tmp_path).target()
+    early = len(_commit_traced(target, 7, traced)._early)
     reads = [s for s in traced if s.startswith(ROW_READ)]
     assert 0 < early < 7, "some rows were written early, the last ones by the commit"
     # the sealed group's read (its two rows' cells) and the final transaction's, no other
