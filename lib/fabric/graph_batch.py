@@ -72,7 +72,7 @@ class GraphBatch:
         self._bytes = 0
         self._roots: set[str] = set()
         self._sessions = 0
-        self._sealed: _Sealed | None = None  # the batch before, its stored forms being made
+        self._sealed: SealedWrite | None = None  # the batch before, being committed
         self.commits = 0  # transactions committed so far (for counts in benches)
 
     def pending(self, cell_id: str) -> bool:
@@ -102,7 +102,7 @@ class GraphBatch:
         """Commit everything staged: the sealed batch, then the current one."""
         self._commit_sealed()
         if self._ids:
-            self._sealed = _Sealed(self._target, self._take(), background=self._background())
+            self._sealed = self._sealed_write()
             self._commit_sealed()
         self._sessions = 0
 
@@ -122,13 +122,15 @@ class GraphBatch:
         without the GIL, else at once."""
         self._commit_sealed()
         if self._ids:
-            self._sealed = _Sealed(self._target, self._take(), background=self._background())
+            self._sealed = self._sealed_write()
             if not self._sealed.background:
                 self._commit_sealed()
         self._sessions = 0
 
-    def _background(self) -> bool:
-        return self._target.store.batch_commits_release_gil()
+    def _sealed_write(self) -> SealedWrite:
+        ids, texts, roots = self._take()
+        return SealedWrite(self._target, ids, texts, roots=roots,
+                           background=self._target.store.batch_commits_release_gil())
 
     def _take(self) -> tuple[list[str], list[str], set[str]]:
         taken = self._ids, self._texts, self._roots
@@ -144,23 +146,34 @@ class GraphBatch:
         self.commits += 1
 
 
-class _Sealed:
-    """A batch no longer staged to: its cell IDs and texts and its graphs' roots, being
-    committed (the store's stored forms of its texts made, then its rows written) on the
-    worker thread when `background`, else when it is sealed."""
+class SealedWrite:
+    """Cells no longer staged to (their IDs and fvj1 texts, children first), committed in
+    one transaction, their stored forms made first; on the worker thread when
+    `background`, else at once. `roots`: the graphs' roots it holds (GraphBatch.pending).
+
+    Also the early index rows' groups (early_rows.py), which `require_absent` their
+    cells: such a write commits nothing, and `committed` gives None, when one exists.
+    Their stored forms are made on the worker too, but their transaction runs on the
+    caller's thread, at `committed`: the store takes the rules' path for it (each row
+    read, then written row by row, the GIL taken back for every row), which on the worker
+    stalled it behind the caller's Python and held up the graph batches queued after it
+    (a 3,000-thread first sync 0.4 to 0.9 s slower; docs/store-size-and-speed.md,
+    "Session 26")."""
 
     def __init__(
-        self, target: GraphTarget, taken: tuple[list[str], list[str], set[str]], *, background: bool
+        self, target: GraphTarget, ids: list[str], texts: list[str], *, background: bool,
+        roots: set[str] | frozenset[str] = frozenset(), require_absent: bool = False,
     ) -> None:
-        self.ids, self.texts, self.roots = taken
+        self.ids, self.texts, self.roots = ids, texts, roots
         self.background = background
         self._target = target
+        self._require_absent = require_absent
         self._dropped = False
         from concurrent.futures import Future
 
-        self._future: Future[None]
-        if background:
-            self._future = batch_worker().submit(self._commit)
+        self._future: Future[int | None] | Future[list[str | bytes] | None]
+        if background:  # a write required absent: only its stored forms there
+            self._future = batch_worker().submit(self._forms if require_absent else self._commit)
         else:
             self._future = Future()
             try:
@@ -168,12 +181,15 @@ class _Sealed:
             except Exception as error:  # raised by `committed`, as the worker's would be
                 self._future.set_exception(error)
 
-    def committed(self) -> None:
-        """Once the batch is committed; raises what committing it raised."""
-        self._future.result()
+    def committed(self) -> int | None:
+        """Once the cells are committed: the commit's sequence number, or None when a
+        cell required absent exists (nothing written); raises what committing raised."""
+        if self.background and self._require_absent:
+            return self._write(self._future.result())  # type: ignore[arg-type]
+        return self._future.result()  # type: ignore[return-value]
 
     def drop(self) -> None:
-        """Commit nothing more of this batch: a commit not started is not; one under way
+        """Commit nothing more of this write: a commit not started is not; one under way
         is waited for."""
         self._dropped = True
         if not self._future.cancel():
@@ -182,14 +198,22 @@ class _Sealed:
             except Exception:  # dropped with its batch: nothing links what it wrote
                 pass
 
-    def _commit(self) -> None:
+    def _forms(self) -> list[str | bytes] | None:
+        return self._target.store.stored_forms(self._target.space, self.texts)
+
+    def _commit(self) -> int | None:
+        stored = self._forms()
+        return None if self._dropped else self._write(stored)
+
+    def _write(self, stored: list[str | bytes] | None) -> int | None:
         target = self._target
-        stored = target.store.stored_forms(target.space, self.texts)
-        if self._dropped:
-            return
         labels = target.labels
         tx = target.store.transaction(target.space, target.writer)
-        tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
+        if self._require_absent:  # the rules' path: rows read, the group all or nothing
+            for cell_id in self.ids:
+                tx.require_absent(cell_id)
+        else:
+            tx.expect_new_cells()  # content-addressed cells that Store.existing found absent
         write = tx.write
         if stored is None:
             for cell_id, text in zip(self.ids, self.texts, strict=True):
@@ -197,4 +221,11 @@ class _Sealed:
         else:
             for cell_id, text, form in zip(self.ids, self.texts, stored, strict=True):
                 write(cell_id, None, labels, text=text, stored=form)
-        tx.commit()
+        if not self._require_absent:
+            return tx.commit()
+        from lib.fabric.store_errors import PreconditionFailed
+
+        try:
+            return tx.commit()
+        except PreconditionFailed:  # one exists: nothing of this write is written
+            return None

@@ -301,7 +301,7 @@ class Publication:
                 if not source.ended:
                     self.end_source(None, sid)
             self.batch.flush()  # every graph a row links is committed before the index
-            self._early.flush()  # the last new rows' cells (nothing links them yet)
+            self._early.end()  # the rows not yet written early are the commit's
             with self._lock:
                 current = indexes.prior_is_current(self._graphs, self._cells, self.prior)
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)

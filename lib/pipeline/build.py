@@ -61,12 +61,13 @@ def publish_stage(
     accept_deletions: bool = False,
     signal: SignalSource = None,
     read_ahead: ReadAhead | None = None,
+    after_reads: Callable[[], None] | None = None,
 ) -> PublishStage:
     git = workspace.git_resolver().begin_observation()
     slot = PublicationSlot(workspace.open_target(), git, preserve_untouched_status=preserve_untouched_status,
                            accept_deletions=accept_deletions, discover=checkout_scan(workspace))
     read = read_stage(workspace, drivers, full=full, git=git, slot=slot, signal=signal, read_ahead=read_ahead)
-    return PublishStage(PrepareStage(read), slot, workspace.describe_source)
+    return PublishStage(PrepareStage(read), slot, workspace.describe_source, after_reads=after_reads)
 
 
 def checkout_scan(workspace: Workspace) -> Callable[[], list[str]] | None:

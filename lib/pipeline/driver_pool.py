@@ -21,6 +21,26 @@ class _EarlyStart:
         self.outcome: AgentDriver | DriverError | BaseException | None = None
 
 
+class _Closing:
+    """`DriverPool.close` running on a thread of its own (`close_in_background`)."""
+
+    def __init__(self, close: Callable[[], None]) -> None:
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(close,), daemon=True, name="stop of the providers")
+        self._thread.start()
+
+    def _run(self, close: Callable[[], None]) -> None:
+        try:
+            close()
+        except BaseException as exc:  # noqa: BLE001 -- raised by `wait`, on the caller's thread
+            self.failure = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self.failure is not None:
+            raise self.failure
+
+
 class DriverPool:
     """A source whose driver cannot be created or started is remembered as its error, so
     every session of that source reports the same reason without retrying the start."""
@@ -31,6 +51,7 @@ class DriverPool:
         self._early: dict[str, _EarlyStart] = {}
         self._lock = threading.Lock()  # the stopped flag, against an early start finishing
         self._stopped = False
+        self._closing: _Closing | None = None
 
     def start_early(self, source_ids: Iterable[str], *, list_ahead: Iterable[str] = ()) -> None:
         """Begin starting these sources' drivers now, so a provider's start-up (Codex:
@@ -118,7 +139,21 @@ class DriverPool:
                 if isinstance(driver, AgentDriver):
                     driver.stop()
 
+    def close_in_background(self) -> None:
+        """Begin `close` on a thread of its own and return at once: the caller needs no
+        provider any more (every read answered) and has other work (the index commit)
+        while the providers exit (Codex checkpoints its state database as it does).
+        `close` waits for it to end, and raises what it raised."""
+        if self._closing is None and not self._stopped:
+            self._closing = _Closing(self._close_now)
+
     def close(self) -> None:
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            closing.wait()
+        self._close_now()
+
+    def _close_now(self) -> None:
         if not self._stopped:
             for early in list(self._early.values()):
                 early.done.wait()  # a start still running: its driver is stopped below

@@ -119,10 +119,15 @@ class PublishStage:
         prepare_stage: PrepareStage,
         slot: PublicationSlot,
         descriptor_of: Callable[[str], SourceDescriptor],
+        *,
+        after_reads: Callable[[], None] | None = None,
     ) -> None:
         self._inner = prepare_stage
         self._slot = slot
         self._descriptor_of = descriptor_of
+        # called once the stages before this one have finished (every read answered), before
+        # the commit: `sync` stops its providers there, their exit beside the index commit
+        self._after_reads = after_reads
         self.summary: PublicationSummary | None = None
         self._begun: set[str] = set()
         # `published` records wait for the commit: a session is published only once the
@@ -143,6 +148,8 @@ class PublishStage:
     def finish(self) -> Iterator[Item]:
         for out in self._inner.finish():
             yield from self._publish(out)
+        if self._after_reads is not None:
+            self._after_reads()
         self.summary = self._slot.commit()
         for key, action, status in self._published:
             yield published_record({"key": key, "action": action, "status": status})

@@ -41,7 +41,9 @@ def run_sync(
     """Collect and publish `source_ids`; every record goes to `sink`, the last one the
     `publication` record. With `close_drivers` the providers are stopped before their
     homes are fingerprinted again (Codex checkpoints its database as it exits, so a
-    fingerprint taken while it runs would not be the one the next sync sees).
+    fingerprint taken while it runs would not be the one the next sync sees): asked to
+    stop once every read is answered, so their exit overlaps the index commit, and
+    waited for before the fingerprints.
 
     With `idle_answer`, an idle answer (this run's, or the one the next run will give
     after this run's publication) is kept for the fast path (lib/pipeline/idle_answer.py).
@@ -89,8 +91,10 @@ def run_sync(
     from lib.pipeline.runner import run_stage
 
     ahead = ReadAhead()  # the next session is read while this one is published
+    # every read answered: the providers exit beside the index commit (still before the
+    # homes are fingerprinted again below: `close` waits for them)
     stage = publish_stage(workspace, drivers, full=full, accept_deletions=accept_deletions, signal=signal,
-                          read_ahead=ahead)
+                          read_ahead=ahead, after_reads=drivers.close_in_background if close_drivers else None)
     inventory = ahead.feed(inventory_records(target, drivers, source_ids, signal=signal, unchanged=unchanged,
                                              sequences=sequences))
     watched = PublicationWatch(sink)

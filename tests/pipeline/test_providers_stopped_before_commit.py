@@ -1,0 +1,118 @@
+"""`agentctl sync` (run_sync with close_drivers) asks its providers to stop once every read
+is answered, so Codex's exit (it checkpoints its state database) overlaps the index
+commit instead of following it; the homes are still fingerprinted only after the
+providers exited (`DriverPool.close_in_background`, then `close` waits for it).
+
+The real pinned Codex shows the order; the scripted driver only a stop that fails (which
+no real provider does on demand), hence `fake` in that name.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.drivers.codex_app_server import CodexAppServerDriver
+from lib.fabric.publication import Publication
+from lib.pipeline.driver_pool import DriverPool
+from lib.pipeline.records import kind_of
+from lib.pipeline.sync import run_sync
+from lib.pipeline.unchanged_sources import UnchangedSources
+from lib.workspace import Workspace
+from tests.pipeline.test_early_start import Records
+from tests.support.cli import CODEX_BIN
+from tests.support.codex_home import demo_threads, make_codex_home
+from tests.support.scripted_driver import ScriptedDriver
+
+PATIENCE = 60.0  # seconds a loaded machine may take to end a child that was asked to stop
+
+
+def reaped(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture
+def workspace(tmp_path: Path):
+    home = make_codex_home(tmp_path / "codex-home", demo_threads())
+    config = tmp_path / "config.toml"
+    config.write_text(f'[sources.codex]\ndriver = "codex-app-server"\ncodexHome = "{home}"\n'
+                      f'codexBin = "{CODEX_BIN}"\n')
+    workspace = Workspace(state_dir=str(tmp_path / "state"), config_path=str(config))
+    yield workspace
+    workspace.close()
+
+
+def test_sync_stops_codex_during_the_index_commit_and_fingerprints_the_home_after_it_exited(workspace, monkeypatch):
+    pids: list[int] = []
+    seen: dict[str, bool] = {}
+    real_commit, real_published = Publication.commit, UnchangedSources.published
+
+    class Recorded(CodexAppServerDriver):
+        def start(self, signal=None) -> None:  # noqa: ANN001
+            super().start(signal)
+            pids.append(self.transport.pid)
+
+    def commit(self):  # noqa: ANN001, ANN202
+        # Codex was asked to stop before the commit began: it exits while the commit runs
+        # (waited for here, so the assertion does not depend on how fast it exits)
+        deadline = time.monotonic() + PATIENCE
+        while not reaped(pids[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen["exited during the commit"] = reaped(pids[0])
+        return real_commit(self)
+
+    def published(self, publication):  # noqa: ANN001, ANN202
+        seen["exited before the fingerprint"] = reaped(pids[0])
+        return real_published(self, publication)
+
+    monkeypatch.setattr(Publication, "commit", commit)
+    monkeypatch.setattr(UnchangedSources, "published", published)
+    sink = Records()
+    with DriverPool(lambda source_id: Recorded(workspace.source_config(source_id))) as drivers:
+        run_sync(workspace, ["codex"], sink, drivers=drivers, close_drivers=True, start_early=True)
+
+    assert len(pids) == 1
+    assert seen == {"exited during the commit": True, "exited before the fingerprint": True}
+    (publication,) = [item for item in sink.items if kind_of(item) == "publication"]
+    assert publication["sessionCount"] == len(demo_threads())
+
+
+def test_sync_without_close_drivers_keeps_codex_running_through_the_commit(workspace, monkeypatch):
+    """A host keeps its providers between cycles: nothing stops them after the reads."""
+    running: list[bool] = []
+    real_commit = Publication.commit
+    made: list[CodexAppServerDriver] = []
+
+    def factory(source_id: str) -> CodexAppServerDriver:
+        made.append(CodexAppServerDriver(workspace.source_config(source_id)))
+        return made[-1]
+
+    def commit(self):  # noqa: ANN001, ANN202
+        running.append(made[0].transport.running)
+        return real_commit(self)
+
+    monkeypatch.setattr(Publication, "commit", commit)
+    with DriverPool(factory) as drivers:
+        run_sync(workspace, ["codex"], Records(), drivers=drivers)
+        assert running == [True]
+        assert made[0].transport.running, "still running after the sync"
+
+
+def test_a_stop_failing_in_the_background_is_raised_by_close_fake():
+    class Broken(ScriptedDriver):
+        def stop(self) -> None:
+            raise RuntimeError("stop broke")
+
+    pool = DriverPool(lambda _source: Broken(source_id="codex"))
+    pool.get("codex")
+    pool.close_in_background()
+    with pytest.raises(RuntimeError, match="stop broke"):
+        pool.close()
+
