@@ -26,6 +26,19 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    try:
+        _main()
+    finally:
+        # The process ends here. The interpreter's teardown runs the cyclic collector over
+        # every object still alive (the modules, pydantic's models, the run's objects):
+        # about 40 ms of CPU after a listing idle sync, and nothing left to collect.
+        # Frozen, they are skipped; reference counting still frees them as before.
+        import gc
+
+        gc.freeze()
+
+
+def _main() -> None:
     if sys.argv[1:] == ["--version"]:  # what click's --version prints, without click
         print(f"agentctl, version {VERSION}")
         sys.exit(0)
