@@ -334,7 +334,16 @@ def answer(names: list[str], environ: Mapping[str, str], taken: dict[str, Any] |
         plan = kept["plan"]
         if kept["request"] != names or plan["stateDir"] != state_dir:
             return None
-        if observe(plan, environ, taken) != kept["inputs"]:
+        # The homes first: one that changed refuses the answer whatever the rest is, and
+        # its Codex is started (idle_early_start.py) without waiting for the code's stamp
+        # or the store's token (a few ms of CPU, tens of ms on a cold cache).
+        homes: dict[str, Any] = {} if taken is None else taken
+        fingerprints = {source: _home_digest(recipe, environ, homes, source)
+                        for source, recipe in plan["sources"].items()}
+        if fingerprints != kept["inputs"].get("fingerprints"):
+            return None
+        walked = {source: digest for source, (_, digest) in homes.items()}
+        if observe(plan, environ, taken, walked) != kept["inputs"]:
             return None
     except Exception:  # noqa: BLE001 - in any doubt the normal path decides (and says what is wrong)
         return None
