@@ -35,7 +35,7 @@
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
  *       so the planner leaves it as it is.
  *   nested_keys(value) -> list | None
- *       For a dict: None when flat_object(value) is True, else the keys whose values are
+ *       For a dict or a FrozenDict (set_types' frozen type): None when flat_object(value) is True, else the keys whose values are
  *       not of exactly str, int, float, bool or None, in the dict's order (the planner's
  *       `[k for k, v in value.items() if type(v) not in _LEAF_TYPES]`, and the flat
  *       check before it, in one call).
@@ -52,7 +52,7 @@
  *       graph_batch.py's worker thread beside the main thread).
  *   element_identities(items, primary, identity_fields, encode) -> (list, list[int])
  *       lib.fabric.graph_plan's identities for the elements a primary field names:
- *       for each dict element holding one of identity_fields, the first of `primary`
+ *       for each dict (or FrozenDict) element holding one of identity_fields, the first of `primary`
  *       whose value is a non-empty str, an int (not a bool) or a finite float gives
  *       ({"field": f, "value": v}, encode(that identity)); a HOLE or UNDEFINED gives
  *       None; every other element is None too and its index is in the second list,
@@ -285,6 +285,14 @@ py_fvj1_encode(PyObject *self, PyObject *value)
 
 /* ---- flat_object ------------------------------------------------------------------ */
 
+/* A dict, or a FrozenDict (a dict subclass overriding only the mutators, so reading it
+ * as a dict is reading it as Python does): the planner's captured messages are those. */
+static inline int
+plain_dict(PyObject *v)
+{
+    return PyDict_CheckExact(v) || (frozen_type != NULL && Py_TYPE(v) == frozen_type);
+}
+
 static int
 flat(PyObject *d, int depth)
 {
@@ -315,8 +323,8 @@ py_flat_object(PyObject *self, PyObject *value)
 static PyObject *
 py_nested_keys(PyObject *self, PyObject *value)
 {
-    if (!PyDict_CheckExact(value)) {
-        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict");
+    if (!plain_dict(value)) {
+        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict or a FrozenDict");
         return NULL;
     }
     if (flat(value, 0))
@@ -1012,7 +1020,7 @@ py_element_identities(PyObject *self, PyObject *args)
             PyList_SET_ITEM(out, i, Py_None);
             continue;
         }
-        if (PyDict_CheckExact(item)) {
+        if (plain_dict(item)) {
             found = primary_identity(item, primary, identity_fields, encode);
             if (found == NULL)
                 goto fail;

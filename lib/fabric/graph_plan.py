@@ -52,7 +52,7 @@ from lib.fabric.element_identity import (
     natural_identity,
 )
 from lib.fabric.values import Link
-from lib.frozen import sorted_keys
+from lib.frozen import FrozenDict, sorted_keys
 from lib.hash_stream import _leb128  # the hash stream's own run-length encoding
 from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
@@ -118,7 +118,7 @@ class _Planner:
             return self.plan_array(value, scope, path)
         if t is Link:
             return value  # links are atomic
-        if t is dict and _nested_keys is not None:
+        if (t is dict or t is FrozenDict) and _nested_keys is not None:
             nested = _nested_keys(value)  # lib._cells: None when no array is below
             return value if nested is None else self.convert_fields(value, nested, scope, path)
         if t is dict or (t is not str and is_object(value)):
@@ -169,7 +169,7 @@ class _Planner:
             }
             # children of this element are scoped by its complete cause, paths restart
             t = type(item)
-            if t is dict and nested_keys is not None:
+            if (t is dict or t is FrozenDict) and nested_keys is not None:
                 nested = nested_keys(item)  # None: no array below it, nothing to plan
                 value: Any = item if nested is None else self.convert_fields(
                     item, nested, _Scope(cause, encodings[at]), ())
