@@ -148,22 +148,27 @@ class _Planner:
         if not items:
             return []  # no cells (a third of a Codex session's arrays are empty)
         identities = self.identities(items)
-        links: list[Any] = []
         path_list = list(path)
         # the cause's encoding, keys in order: agentConnector, identity, path, scope
         tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
         encodings = [_CAUSE_HEAD + found[1] + tail for found in identities if found is not None]
         ids = _ids_of_encoded_causes(encodings)
-        made = iter(_links_to(ids, self.space))  # cell IDs made here, the graph's space
+        made = _links_to(ids, self.space)  # cell IDs made here, the graph's space
+        if len(made) < len(identities):  # HOLE or UNDEFINED elements stay in place
+            made = iter(made)
+            links = [item if found is None else next(made) for item, found in zip(items, identities, strict=True)]
+        else:
+            links = made
         at = 0
         nested_keys = _nested_keys
+        cells = self.cells
+        scope_cause = scope.cause
         for item, found in zip(items, identities, strict=True):
             if found is None:
-                links.append(item)  # HOLE or UNDEFINED stays in place
                 continue
             cause = {
                 "agentConnector": ELEMENT_CONNECTOR,
-                "scope": scope.cause,
+                "scope": scope_cause,
                 "path": path_list,
                 "identity": found[0],
             }
@@ -177,8 +182,7 @@ class _Planner:
                 value = self.plan_array(item, _Scope(cause, encodings[at]), ())
             else:
                 value = self.convert(item, _Scope(cause, encodings[at]), ())
-            self.cells.append(PlannedCell(ids[at], cause, value))
-            links.append(next(made))
+            cells.append(_new_tuple(PlannedCell, (ids[at], cause, value)))
             at += 1
         return links
 
@@ -321,6 +325,8 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
     return [Link.trusted(i, space) for i in ids]
 
 
+# PlannedCell((id, cause, value)) without the named tuple's Python __new__
+_new_tuple = tuple.__new__
 _nested_keys = CELLS.nested_keys if CELLS is not None else None
 _element_identities = CELLS.element_identities if CELLS is not None else None
 _IDENTITY_FIELDS = tuple(sorted(IDENTITY_FIELDS))
