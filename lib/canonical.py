@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+import lib.hashing as _hashing
 from lib.errors import CodedError
 from lib.frozen import FrozenDict, sorted_keys
-import lib.hashing as _hashing
 from lib.hashing import HOLE, UNDEFINED, BigInt, HashError, Unsupported, encode_value
 
 __all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]

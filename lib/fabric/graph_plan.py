@@ -162,13 +162,12 @@ class _Planner:
         at = 0
         nested_keys = _nested_keys
         cells = self.cells
-        scope_cause = scope.cause
         for item, found in zip(items, identities, strict=True):
             if found is None:
                 continue
             cause = {
                 "agentConnector": ELEMENT_CONNECTOR,
-                "scope": scope_cause,
+                "scope": scope.cause,
                 "path": path_list,
                 "identity": found[0],
             }
@@ -325,19 +324,14 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
     return [Link.trusted(i, space) for i in ids]
 
 
-# PlannedCell((id, cause, value)) without the named tuple's Python __new__
-_new_tuple = tuple.__new__
+_new_tuple = tuple.__new__  # PlannedCell((id, cause, value)) without its Python __new__
 _nested_keys = CELLS.nested_keys if CELLS is not None else None
 _element_identities = CELLS.element_identities if CELLS is not None else None
 _IDENTITY_FIELDS = tuple(sorted(IDENTITY_FIELDS))
 
 
-def _hashlib_digest(data: Any) -> bytes:
-    return _sha256(data).digest()
-
-
 # sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
-_digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
+_digest_of = CELLS.sha256 if CELLS is not None else (lambda data: _sha256(data).digest())
 
 
 def _sorted(keys: Any) -> list[str]:
