@@ -67,8 +67,7 @@ class GraphPlanError(CodedError, ValueError):
 
 
 class PlannedCell(NamedTuple):
-    """One planned cell. A named tuple: one is made per array element, and a frozen
-    dataclass's __init__ sets each field through object.__setattr__."""
+    """One planned cell: a named tuple (one per array element; a frozen dataclass costs more)."""
 
     id: str
     cause: Any
@@ -151,14 +150,11 @@ class _Planner:
         path_list = list(path)
         # the cause's encoding, keys in order: agentConnector, identity, path, scope
         tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
-        encodings = [_CAUSE_HEAD + found[1] + tail for found in identities if found is not None]
-        ids = _ids_of_encoded_causes(encodings)
-        made = _links_to(ids, self.space)  # cell IDs made here, the graph's space
+        ids = _ids_of_causes([found[1] for found in identities if found is not None], tail)
+        links = made = _links_to(ids, self.space)  # cell IDs made here, the graph's space
         if len(made) < len(identities):  # HOLE or UNDEFINED elements stay in place
-            made = iter(made)
-            links = [item if found is None else next(made) for item, found in zip(items, identities, strict=True)]
-        else:
-            links = made
+            rest = iter(made)
+            links = [item if found is None else next(rest) for item, found in zip(items, identities, strict=True)]
         at = 0
         nested_keys = _nested_keys
         cells = self.cells
@@ -176,11 +172,11 @@ class _Planner:
             if (t is dict or t is FrozenDict) and nested_keys is not None:
                 nested = nested_keys(item)  # None: no array below it, nothing to plan
                 value: Any = item if nested is None else self.convert_fields(
-                    item, nested, _Scope(cause, encodings[at]), ())
+                    item, nested, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
             elif t is list or t is tuple or (t is not dict and is_array(item)):
-                value = self.plan_array(item, _Scope(cause, encodings[at]), ())
+                value = self.plan_array(item, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
             else:
-                value = self.convert(item, _Scope(cause, encodings[at]), ())
+                value = self.convert(item, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
             cells.append(_new_tuple(PlannedCell, (ids[at], cause, value)))
             at += 1
         return links
@@ -276,9 +272,8 @@ class _Planner:
 
 
 class _Scope:
-    """A scope value and its encoding (the parent cause is encoded once, reused by children).
-    A plain slots class: one is made per array element, and a frozen dataclass's
-    __init__ costs a call per field."""
+    """A scope value and its encoding (the parent cause encoded once, reused by children);
+    a plain slots class: one is made per array element, a frozen dataclass costs more."""
 
     __slots__ = ("cause", "encoded")
 
@@ -310,11 +305,12 @@ def _id_of_encoded_cause(encoded: bytes) -> str:
     return CELL_ID_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def _ids_of_encoded_causes(encodings: list[bytes]) -> list[str]:
-    """_id_of_encoded_cause of each, in one call to lib._cells when it is there."""
+def _ids_of_causes(identities: list[bytes], tail: bytes) -> list[str]:
+    """_id_of_encoded_cause(_CAUSE_HEAD + identity + tail) of each identity encoding, one
+    call to lib._cells (joined in its buffer; Python joins a cause only as a child scope)."""
     if CELLS is not None:
-        return CELLS.cause_ids(_CAUSAL_HEAD, encodings, b"\x00")
-    return [_id_of_encoded_cause(e) for e in encodings]
+        return CELLS.cause_ids(_CAUSAL_HEAD + _CAUSE_HEAD, identities, tail + b"\x00")
+    return [_id_of_encoded_cause(_CAUSE_HEAD + i + tail) for i in identities]
 
 
 def _links_to(ids: list[str], space: str) -> list[Link]:
@@ -330,8 +326,12 @@ _element_identities = CELLS.element_identities if CELLS is not None else None
 _IDENTITY_FIELDS = tuple(sorted(IDENTITY_FIELDS))
 
 
+def _hashlib_digest(data: Any) -> bytes:
+    return _sha256(data).digest()
+
+
 # sha256(data).digest(): lib._cells calls libcrypto directly, without a hashlib object
-_digest_of = CELLS.sha256 if CELLS is not None else (lambda data: _sha256(data).digest())
+_digest_of = CELLS.sha256 if CELLS is not None else _hashlib_digest
 
 
 def _sorted(keys: Any) -> list[str]:
