@@ -35,7 +35,7 @@
  *       str, int, float, bool and None values, all of exact built-in types: no arrays,
  *       so the planner leaves it as it is.
  *   nested_keys(value) -> list | None
- *       For a dict: None when flat_object(value) is True, else the keys whose values are
+ *       For a dict or a FrozenDict (set_types' frozen type): None when flat_object(value) is True, else the keys whose values are
  *       not of exactly str, int, float, bool or None, in the dict's order (the planner's
  *       `[k for k, v in value.items() if type(v) not in _LEAF_TYPES]`, and the flat
  *       check before it, in one call).
@@ -52,9 +52,11 @@
  *       graph_batch.py's worker thread beside the main thread).
  *   element_identities(items, primary, identity_fields, encode) -> (list, list[int])
  *       lib.fabric.graph_plan's identities for the elements a primary field names:
- *       for each dict element holding one of identity_fields, the first of `primary`
+ *       for each dict (or FrozenDict) element holding one of identity_fields, the first of `primary`
  *       whose value is a non-empty str, an int (not a bool) or a finite float gives
- *       ({"field": f, "value": v}, encode(that identity)); a HOLE or UNDEFINED gives
+ *       ({"field": f, "value": v}, encode(that identity)); a dict holding none of
+ *       identity_fields gives ({"contentHash": "sha256:" + hex of the SHA-256 of
+ *       encode(element)}, encode(that identity)); a HOLE or UNDEFINED gives
  *       None; every other element is None too and its index is in the second list,
  *       for element_identity.natural_identity and the content hash in Python (also a
  *       value of a subclass, where the Python rules decide, and one encode refuses).
@@ -80,7 +82,7 @@ static PyTypeObject *link_type;
 static PyTypeObject *frozen_type; /* lib.frozen.FrozenDict: written as a plain dict copy */
 static PyObject *hole, *undefined, *hole_tag, *undefined_tag;
 static PyObject *s_id, *s_space, *s_path, *s_quote, *s_slash, *s_link1, *s_digest;
-static PyObject *s_field, *s_value; /* element_identities' identity keys */
+static PyObject *s_field, *s_value, *s_content_hash; /* element_identities' identity keys */
 
 static PyObject *
 unsupported(const char *what)
@@ -285,6 +287,14 @@ py_fvj1_encode(PyObject *self, PyObject *value)
 
 /* ---- flat_object ------------------------------------------------------------------ */
 
+/* A dict, or a FrozenDict (a dict subclass overriding only the mutators, so reading it
+ * as a dict is reading it as Python does): the planner's captured messages are those. */
+static inline int
+plain_dict(PyObject *v)
+{
+    return PyDict_CheckExact(v) || (frozen_type != NULL && Py_TYPE(v) == frozen_type);
+}
+
 static int
 flat(PyObject *d, int depth)
 {
@@ -315,8 +325,8 @@ py_flat_object(PyObject *self, PyObject *value)
 static PyObject *
 py_nested_keys(PyObject *self, PyObject *value)
 {
-    if (!PyDict_CheckExact(value)) {
-        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict");
+    if (!plain_dict(value)) {
+        PyErr_SetString(PyExc_TypeError, "nested_keys takes a dict or a FrozenDict");
         return NULL;
     }
     if (flat(value, 0))
@@ -937,6 +947,69 @@ usable_identity(PyObject *v)
  * a new (identity, encoding) tuple, Py_None (borrowed) when the Python rules decide, or
  * NULL with an error set. */
 static PyObject *
+identity_pair(PyObject *identity, PyObject *encode);
+
+/* An element no identity field names: {"contentHash": "sha256:" + hex of the SHA-256 of
+ * its value-hash stream} (graph_plan's digest and digest_to_content_hash) with its
+ * encoding; Py_None (borrowed) when the encoder leaves the element to Python. */
+static PyObject *
+content_identity(PyObject *item, PyObject *encode)
+{
+    PyObject *stream = PyObject_CallOneArg(encode, item);
+    if (stream == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear(); /* outside the encoder's fast path: Python hashes it */
+        return Py_None;
+    }
+    if (!PyBytes_Check(stream)) {
+        Py_DECREF(stream);
+        PyErr_SetString(PyExc_TypeError, "the encoder returns bytes");
+        return NULL;
+    }
+    unsigned char d[32];
+    int rc = sha256_into(PyBytes_AS_STRING(stream), PyBytes_GET_SIZE(stream), d);
+    Py_DECREF(stream);
+    if (rc < 0)
+        return NULL;
+    static const char hexdigits[] = "0123456789abcdef";
+    char text[7 + 64];
+    memcpy(text, "sha256:", 7);
+    for (int i = 0; i < 32; i++) {
+        text[7 + 2 * i] = hexdigits[d[i] >> 4];
+        text[8 + 2 * i] = hexdigits[d[i] & 15];
+    }
+    PyObject *hash = PyUnicode_FromStringAndSize(text, sizeof text);
+    PyObject *identity = hash == NULL ? NULL : PyDict_New();
+    if (identity == NULL || PyDict_SetItem(identity, s_content_hash, hash) < 0) {
+        Py_XDECREF(hash);
+        Py_XDECREF(identity);
+        return NULL;
+    }
+    Py_DECREF(hash);
+    return identity_pair(identity, encode);
+}
+
+/* (identity, encode(identity)), taking the identity's reference; Py_None (borrowed) when
+ * the encoder refuses it, NULL with an error set. */
+static PyObject *
+identity_pair(PyObject *identity, PyObject *encode)
+{
+    PyObject *encoded = PyObject_CallOneArg(encode, identity);
+    if (encoded == NULL) {
+        Py_DECREF(identity);
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear(); /* outside the encoder's fast path: Python encodes it */
+        return Py_None;
+    }
+    PyObject *pair = PyTuple_Pack(2, identity, encoded);
+    Py_DECREF(identity);
+    Py_DECREF(encoded);
+    return pair;
+}
+
+static PyObject *
 primary_identity(PyObject *item, PyObject *primary, PyObject *identity_fields, PyObject *encode)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(identity_fields);
@@ -949,7 +1022,7 @@ primary_identity(PyObject *item, PyObject *primary, PyObject *identity_fields, P
             return NULL;
     }
     if (!any)
-        return Py_None; /* no identity field: the content hash, which Python takes */
+        return content_identity(item, encode); /* no identity field: the content hash */
     Py_ssize_t np = PyTuple_GET_SIZE(primary);
     for (Py_ssize_t i = 0; i < np; i++) {
         PyObject *field = PyTuple_GET_ITEM(primary, i);
@@ -973,18 +1046,7 @@ primary_identity(PyObject *item, PyObject *primary, PyObject *identity_fields, P
             Py_DECREF(identity);
             return NULL;
         }
-        PyObject *encoded = PyObject_CallOneArg(encode, identity);
-        if (encoded == NULL) {
-            Py_DECREF(identity);
-            if (!PyErr_ExceptionMatches(PyExc_Exception))
-                return NULL;
-            PyErr_Clear(); /* outside the encoder's fast path: Python encodes it */
-            return Py_None;
-        }
-        PyObject *pair = PyTuple_Pack(2, identity, encoded);
-        Py_DECREF(identity);
-        Py_DECREF(encoded);
-        return pair;
+        return identity_pair(identity, encode);
     }
     return Py_None; /* no usable primary field: the pair and secondary rules, in Python */
 }
@@ -1012,7 +1074,7 @@ py_element_identities(PyObject *self, PyObject *args)
             PyList_SET_ITEM(out, i, Py_None);
             continue;
         }
-        if (PyDict_CheckExact(item)) {
+        if (plain_dict(item)) {
             found = primary_identity(item, primary, identity_fields, encode);
             if (found == NULL)
                 goto fail;
@@ -1132,6 +1194,7 @@ PyInit__cells(void)
     INTERN(s_link1, "link@1");
     INTERN(s_digest, "digest");
     INTERN(s_field, "field");
+    INTERN(s_content_hash, "contentHash");
     INTERN(s_value, "value");
     Unsupported = PyErr_NewExceptionWithDoc(
         "lib._cells.Unsupported",

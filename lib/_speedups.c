@@ -18,6 +18,13 @@
  *       orjson writes otherwise than json.dumps (0 < |x| < 1e-4), and for registered
  *       __fabric_json__ types. So a value this accepts has exactly json.dumps's text in
  *       orjson.dumps(value, option=OPT_SORT_KEYS).
+ *   capture(value) -> (captured, odd_floats)
+ *       lib.canonical's capture of a plain value: dicts become FrozenDicts (keys sorted,
+ *       which is canonical order for the ASCII keys taken here), lists and tuples become
+ *       tuples, scalars stay. odd_floats counts the floats orjson writes otherwise than
+ *       json.dumps (not 0 and not 1e-4 <= |x| < inf). Unsupported for a non-ASCII or
+ *       non-str key, and for any value not of an exact built-in JSON type (the Python
+ *       walk takes those, and too-deep nesting).
  *   set_frozen_type(type)  the FrozenDict class (a dict subclass read as a dict).
  *   add_fabric_type(type)  objects of exactly this type are encoded as the value their
  *       __fabric_json__() returns (lib.hashing registers the types its walk meets so).
@@ -426,6 +433,121 @@ enc_value(Enc *e, PyObject *v)
     return enc_leaf(e, v);
 }
 
+/* ---- capture ---------------------------------------------------------------------- */
+
+static PyObject *cap_value(PyObject *v, int depth, Py_ssize_t *odd);
+
+static PyObject *
+cap_dict(PyObject *d, int depth, Py_ssize_t *odd)
+{
+    PyObject *keys = PyDict_Keys(d);
+    if (keys == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_IS_ASCII(k)) {
+            Py_DECREF(keys);
+            unsupported("a key the Python capture orders");
+            return NULL;
+        }
+    }
+    if (PyList_Sort(keys) < 0) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    /* a FrozenDict filled as a dict (its __init__ would sort again; its mutators refuse) */
+    PyObject *empty = PyTuple_New(0);
+    PyObject *out = empty == NULL ? NULL : PyDict_Type.tp_new(frozen_type, empty, NULL);
+    Py_XDECREF(empty);
+    if (out == NULL) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        PyObject *v = PyDict_GetItemWithError(d, k);
+        PyObject *c = v == NULL ? NULL : cap_value(v, depth, odd);
+        if (c == NULL || PyDict_SetItem(out, k, c) < 0) {
+            if (v == NULL && !PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "a dict changed while it was captured");
+            Py_XDECREF(c);
+            Py_DECREF(out);
+            Py_DECREF(keys);
+            return NULL;
+        }
+        Py_DECREF(c);
+    }
+    Py_DECREF(keys);
+    return out;
+}
+
+static PyObject *
+cap_array(PyObject *a, int depth, Py_ssize_t *odd)
+{
+    Py_ssize_t n = PyList_Check(a) ? PyList_GET_SIZE(a) : PyTuple_GET_SIZE(a);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* a list read by index each time: a shorter list is refused, never overrun */
+        if (PyList_Check(a) && i >= PyList_GET_SIZE(a)) {
+            PyErr_SetString(PyExc_RuntimeError, "a list changed while it was captured");
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *v = PyList_Check(a) ? PyList_GET_ITEM(a, i) : PyTuple_GET_ITEM(a, i);
+        PyObject *c = cap_value(v, depth, odd);
+        if (c == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, c);
+    }
+    return out;
+}
+
+static PyObject *
+cap_value(PyObject *v, int depth, Py_ssize_t *odd)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type || t == &PyLong_Type || t == &PyBool_Type || v == Py_None) {
+        Py_INCREF(v);
+        return v;
+    }
+    if (t == &PyFloat_Type) {
+        double x = fabs(PyFloat_AS_DOUBLE(v));
+        if (!((1e-4 <= x && x < INFINITY) || x == 0.0)) /* NaN fails both */
+            (*odd)++;
+        Py_INCREF(v);
+        return v;
+    }
+    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) {
+        if (depth >= MAX_DEPTH) {
+            unsupported("nested too deeply for the fast path");
+            return NULL;
+        }
+        return t == &PyDict_Type ? cap_dict(v, depth + 1, odd) : cap_array(v, depth + 1, odd);
+    }
+    unsupported("a value outside the fast path");
+    return NULL;
+}
+
+static PyObject *
+py_capture(PyObject *self, PyObject *value)
+{
+    if (frozen_type == NULL) {
+        unsupported("no FrozenDict type registered");
+        return NULL;
+    }
+    Py_ssize_t odd = 0;
+    PyObject *captured = cap_value(value, 0, &odd);
+    if (captured == NULL)
+        return NULL;
+    PyObject *out = Py_BuildValue("(Nn)", captured, odd);
+    return out;
+}
+
 /* ---- module functions ----------------------------------------------------------- */
 
 static PyObject *
@@ -488,6 +610,8 @@ static PyMethodDef methods[] = {
      "encode(value, marks=None) -> bytes: the value-hash byte stream of a plain value."},
     {"encode_json", py_encode_json, METH_O,
      "encode_json(value) -> bytes: the stream of a value orjson writes as json.dumps does."},
+    {"capture", py_capture, METH_O,
+     "capture(value) -> (captured, odd_floats): lib.canonical's capture of a plain value."},
     {"add_fabric_type", py_add_fabric_type, METH_O,
      "Hash objects of exactly this type as their __fabric_json__() (encode only)."},
     {"set_frozen_type", py_set_frozen_type, METH_O, "Register the FrozenDict class."},

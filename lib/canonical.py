@@ -10,7 +10,9 @@ cannot make a hash disagree with what is written (spec "Canonical hashes").
 
 `capture_encoded(value)` returns the captured value together with its lib.hashing byte
 stream (lib.hashing.encode_value of the copy: the C fast path where it applies, else
-the reference walk of lib.hash_stream) and what the copy's JSON text can be.
+the reference walk of lib.hash_stream) and what the copy's JSON text can be. A value of
+plain JSON types with ASCII keys (a session's summary and messages) is copied by
+lib._speedups.capture, which a test holds equal to the walk here.
 
 Errors are CaptureError with code "cycle", "unsupported-value" or "too-deep".
 """
@@ -22,9 +24,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+import lib.hashing as _hashing
 from lib.errors import CodedError
 from lib.frozen import FrozenDict, sorted_keys
-from lib.hashing import HOLE, UNDEFINED, BigInt, HashError, encode_value
+from lib.hashing import HOLE, UNDEFINED, BigInt, HashError, Unsupported, encode_value
 
 __all__ = ["CaptureError", "Captured", "capture", "capture_encoded"]
 
@@ -73,6 +76,14 @@ def _note_float(v: float) -> None:
 
 def capture_encoded(value: Any) -> Captured:
     """The captured value, its value-hash stream, and what its JSON form can be."""
+    fast = _hashing._c_capture
+    if fast is not None:
+        try:
+            captured, odd = fast(value)  # plain JSON types only: what the walk below makes
+        except Unsupported:
+            pass
+        else:
+            return Captured(captured, encode_value(captured), True, odd == 0)
     non_json_before, odd_before = _non_json, _odd_floats
     try:
         captured = _cap_value(value)

@@ -61,6 +61,7 @@ Unsupported: type[Exception] = _speedups.Unsupported if _speedups is not None el
 # The C entry points while enabled, else None; other modules read these at call time.
 _c_encode: Any = None
 _c_encode_json: Any = None  # the stream of a value orjson writes exactly (lib.chunking)
+_c_capture: Any = None  # lib.canonical's capture of a plain value
 
 
 def speedups_available() -> bool:
@@ -70,10 +71,11 @@ def speedups_available() -> bool:
 
 def use_speedups(enabled: bool) -> bool:
     """Turn the C fast path on or off (tests run both); returns whether it is now on."""
-    global _c_encode, _c_encode_json
+    global _c_encode, _c_encode_json, _c_capture
     on = enabled and _speedups is not None
     _c_encode = _speedups.encode if on else None
     _c_encode_json = _speedups.encode_json if on else None
+    _c_capture = _speedups.capture if on else None
     return on
 
 

@@ -52,7 +52,7 @@ from lib.fabric.element_identity import (
     natural_identity,
 )
 from lib.fabric.values import Link
-from lib.frozen import sorted_keys
+from lib.frozen import FrozenDict, sorted_keys
 from lib.hash_stream import _leb128  # the hash stream's own run-length encoding
 from lib.hashing import HOLE, UNDEFINED, Unsupported, digest_to_content_hash, encode_value
 
@@ -67,8 +67,7 @@ class GraphPlanError(CodedError, ValueError):
 
 
 class PlannedCell(NamedTuple):
-    """One planned cell. A named tuple: one is made per array element, and a frozen
-    dataclass's __init__ sets each field through object.__setattr__."""
+    """One planned cell: a named tuple (one per array element; a frozen dataclass costs more)."""
 
     id: str
     cause: Any
@@ -118,7 +117,7 @@ class _Planner:
             return self.plan_array(value, scope, path)
         if t is Link:
             return value  # links are atomic
-        if t is dict and _nested_keys is not None:
+        if (t is dict or t is FrozenDict) and _nested_keys is not None:
             nested = _nested_keys(value)  # lib._cells: None when no array is below
             return value if nested is None else self.convert_fields(value, nested, scope, path)
         if t is dict or (t is not str and is_object(value)):
@@ -148,18 +147,19 @@ class _Planner:
         if not items:
             return []  # no cells (a third of a Codex session's arrays are empty)
         identities = self.identities(items)
-        links: list[Any] = []
         path_list = list(path)
         # the cause's encoding, keys in order: agentConnector, identity, path, scope
         tail = _PATH_KEY + encode_value(path_list) + _SCOPE_KEY + scope.encoded + b"\x00"
-        encodings = [_CAUSE_HEAD + found[1] + tail for found in identities if found is not None]
-        ids = _ids_of_encoded_causes(encodings)
-        made = iter(_links_to(ids, self.space))  # cell IDs made here, the graph's space
+        ids = _ids_of_causes([found[1] for found in identities if found is not None], tail)
+        links = made = _links_to(ids, self.space)  # cell IDs made here, the graph's space
+        if len(made) < len(identities):  # HOLE or UNDEFINED elements stay in place
+            rest = iter(made)
+            links = [item if found is None else next(rest) for item, found in zip(items, identities, strict=True)]
         at = 0
         nested_keys = _nested_keys
+        cells = self.cells
         for item, found in zip(items, identities, strict=True):
             if found is None:
-                links.append(item)  # HOLE or UNDEFINED stays in place
                 continue
             cause = {
                 "agentConnector": ELEMENT_CONNECTOR,
@@ -169,16 +169,15 @@ class _Planner:
             }
             # children of this element are scoped by its complete cause, paths restart
             t = type(item)
-            if t is dict and nested_keys is not None:
+            if (t is dict or t is FrozenDict) and nested_keys is not None:
                 nested = nested_keys(item)  # None: no array below it, nothing to plan
                 value: Any = item if nested is None else self.convert_fields(
-                    item, nested, _Scope(cause, encodings[at]), ())
+                    item, nested, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
             elif t is list or t is tuple or (t is not dict and is_array(item)):
-                value = self.plan_array(item, _Scope(cause, encodings[at]), ())
+                value = self.plan_array(item, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
             else:
-                value = self.convert(item, _Scope(cause, encodings[at]), ())
-            self.cells.append(PlannedCell(ids[at], cause, value))
-            links.append(next(made))
+                value = self.convert(item, _Scope(cause, _CAUSE_HEAD + found[1] + tail), ())
+            cells.append(_new_tuple(PlannedCell, (ids[at], cause, value)))
             at += 1
         return links
 
@@ -273,9 +272,8 @@ class _Planner:
 
 
 class _Scope:
-    """A scope value and its encoding (the parent cause is encoded once, reused by children).
-    A plain slots class: one is made per array element, and a frozen dataclass's
-    __init__ costs a call per field."""
+    """A scope value and its encoding (the parent cause encoded once, reused by children);
+    a plain slots class: one is made per array element, a frozen dataclass costs more."""
 
     __slots__ = ("cause", "encoded")
 
@@ -307,11 +305,12 @@ def _id_of_encoded_cause(encoded: bytes) -> str:
     return CELL_ID_PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def _ids_of_encoded_causes(encodings: list[bytes]) -> list[str]:
-    """_id_of_encoded_cause of each, in one call to lib._cells when it is there."""
+def _ids_of_causes(identities: list[bytes], tail: bytes) -> list[str]:
+    """_id_of_encoded_cause(_CAUSE_HEAD + identity + tail) of each identity encoding, one
+    call to lib._cells (joined in its buffer; Python joins a cause only as a child scope)."""
     if CELLS is not None:
-        return CELLS.cause_ids(_CAUSAL_HEAD, encodings, b"\x00")
-    return [_id_of_encoded_cause(e) for e in encodings]
+        return CELLS.cause_ids(_CAUSAL_HEAD + _CAUSE_HEAD, identities, tail + b"\x00")
+    return [_id_of_encoded_cause(_CAUSE_HEAD + i + tail) for i in identities]
 
 
 def _links_to(ids: list[str], space: str) -> list[Link]:
@@ -321,6 +320,7 @@ def _links_to(ids: list[str], space: str) -> list[Link]:
     return [Link.trusted(i, space) for i in ids]
 
 
+_new_tuple = tuple.__new__  # PlannedCell((id, cause, value)) without its Python __new__
 _nested_keys = CELLS.nested_keys if CELLS is not None else None
 _element_identities = CELLS.element_identities if CELLS is not None else None
 _IDENTITY_FIELDS = tuple(sorted(IDENTITY_FIELDS))

@@ -301,9 +301,11 @@ identity_values = (
     st.sampled_from(["", "x", True, False, None, math.nan, math.inf, -0.0, 2**60, _Kind.TURN, _Count(3), [1], {}])
     | st.text(max_size=2) | st.integers() | st.floats()
 )
+identity_dicts = st.dictionaries(st.sampled_from([*PRIMARY_FIELDS, *PAIR_FIELDS, *SECONDARY_FIELDS, "type", "text"]),
+                                 identity_values, max_size=4)
 identity_elements = (
-    st.dictionaries(st.sampled_from([*PRIMARY_FIELDS, *PAIR_FIELDS, *SECONDARY_FIELDS, "type", "text"]),
-                    identity_values, max_size=4)
+    identity_dicts
+    | identity_dicts.map(FrozenDict)  # captured values (a manifest's normalized messages)
     | st.sampled_from([HOLE, UNDEFINED, 1, "s", None])
     | st.lists(st.integers(), max_size=2)
 )
@@ -322,6 +324,10 @@ def test_element_identities_in_c_are_natural_identity_with_its_encoding_or_left_
             assert out[i] is None
             continue
         identity = natural_identity(item)
+        if identity is None:  # no identity field: its content hash, as the planner's digest
+            identity = {"contentHash": hashing.content_hash(item)}
+            assert out[i] == (identity, hashing.encode_value(identity))
+            continue
         assert out[i] == (identity, hashing.encode_value(identity))
         assert list(out[i][0]) == ["field", "value"] and out[i][0]["value"] is identity["value"]
 
@@ -347,6 +353,25 @@ def test_a_codex_turns_elements_named_by_id_take_their_identity_from_c_without_n
     turn = {"id": "turn-1", "items": [{"id": "item-1", "type": "userMessage", "content": [part]},
                                       {"id": "item-2", "type": "agentMessage", "text": "ok"}], "status": "completed"}
     cells = _planned({"events": [turn, {**turn, "id": "turn-2"}]})
-    assert calls == [part, part]  # only the content parts, whose identity is their content hash
+    assert calls == []  # the content parts' content-hash identities are made in C too
     with pure_python():
         assert _planned({"events": [turn, {**turn, "id": "turn-2"}]}) == cells
+
+
+def test_captured_messages_named_by_id_take_their_identity_from_c_without_natural_identity(monkeypatch):
+    # a manifest's normalized messages are FrozenDicts (captures): read as the dicts they are
+    calls = []
+    monkeypatch.setattr(graph_plan, "natural_identity", lambda item: calls.append(item) or natural_identity(item))
+    messages = tuple(FrozenDict({"id": f"item-{n}", "role": "user", "text": "hi", "eventIndex": n})
+                     for n in range(3))
+    root_value = {"normalized": {"messages": messages}, "chunks": [{"part": 0, "contentHash": "sha256:00"}]}
+    cells = _planned(root_value)
+    assert calls == [root_value["chunks"][0]]  # only the chunk descriptor, which no primary field names
+    assert len(cells) == 5
+    with pure_python():
+        assert _planned(root_value) == cells
+
+
+def test_nested_keys_reads_a_frozen_dict_as_its_plain_dict():
+    for value in ({"a": 1, "b": "x"}, {"b": [1], "a": {"c": []}, "d": FrozenDict(e=1)}, {}):
+        assert _cells.nested_keys(FrozenDict(value)) == _cells.nested_keys(dict(FrozenDict(value)))
