@@ -29,7 +29,7 @@ class LazyGroup(click.Group):
         if command is None and cmd_name in self.table:
             command = self.prepare(self.table[cmd_name].load())
             self.commands[cmd_name] = command
-            from cli.main import end_start_up
+            from lib.gc_pause import end_start_up
 
             end_start_up()  # the command's modules are in: the objects made so far live on
         return command

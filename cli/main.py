@@ -25,46 +25,13 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-# The cyclic collector on the normal path. Its imports make objects that live until the
-# process ends (modules, classes, pydantic's models, click's commands), which every
-# collection walked again (about 75 collections before `sync`'s command ran): it is held
-# off until the command's module is in (`end_start_up`, cli/lazy_group.py), and what was
-# made by then is frozen (no collection walks it again; reference counting frees it as
-# before). However main() ends, every object still alive is frozen too: the
-# interpreter's teardown would walk them all with nothing left to collect (about 40 ms of
-# CPU after a listing idle sync). The fast paths import too little to matter.
-_collector = {"held": False, "normal": False}
-
-
-def hold_start_up() -> None:
-    import gc
-
-    _collector["normal"] = True
-    if gc.isenabled():
-        gc.disable()
-        _collector["held"] = True
-
-
-def end_start_up() -> None:
-    """Freeze what the start-up made and turn the collector back on; nothing unless
-    main() held it (a command a test's CliRunner runs, say)."""
-    if _collector["held"]:
-        import gc
-
-        _collector["held"] = False
-        gc.freeze()
-        gc.enable()
-
-
 def main() -> None:
     try:
         _main()
     finally:
-        if _collector["normal"]:
-            import gc
-
-            end_start_up()  # a run that ended before its command was loaded
-            gc.freeze()
+        collector = sys.modules.get("lib.gc_pause")  # imported by the normal path only
+        if collector is not None:
+            collector.freeze_at_exit()  # the teardown need not walk what lives to the end
 
 
 def _main() -> None:
@@ -77,7 +44,9 @@ def _main() -> None:
         sys.exit(0)
     import signal
 
-    hold_start_up()  # until the command is loaded (cli/lazy_group.py): imports only
+    from lib.gc_pause import hold_for_start_up
+
+    hold_for_start_up()  # until the command is loaded (cli/lazy_group.py): imports only
     import click
 
     from cli.context import AppContext

@@ -52,8 +52,9 @@ def run_with_imports(args: list[str], env: dict[str, str], timeout: float = 120,
     return StartupRun(done.returncode, done.stdout, "\n".join(other), modules)
 
 
-# What `agentctl --help` may import from lib: the exit-code table main() ends with.
-HELP_LIB_MODULES = {"lib", "lib.errors"}
+# What `agentctl --help` may import from lib: the exit-code table main() ends with, and
+# the collector's start-up hold (gc and contextlib only).
+HELP_LIB_MODULES = {"lib", "lib.errors", "lib.gc_pause"}
 HEAVY = ("pydantic", "pydantic_core", "cryptography", "sqlite3", "filelock", "asyncio", "logging")
 COMMAND_MODULES = {entry.module for entry in COMMAND_TABLE}
 
