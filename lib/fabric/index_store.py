@@ -236,18 +236,23 @@ def commit_indexes(
         for key, row in ((r["key"], r) for r in complete["sessions"])
         if key in prior.row_links and same_row(row, prior.rows[key])
     }
-    linked = {link.id for link in prior.row_links.values()}
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
-    if early_rows:
-        for row in complete["sessions"]:
-            taken = early_rows.take(row, linked) if row["key"] not in links else None
+    pending = [r for r in complete["sessions"] if r["key"] not in links]
+    planning = {r["key"] for r in pending}
+    only_recent = [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+    del planning
+    # the row cells the current roots link, made only when a row is not linked as it is
+    # (a listing idle sync links every row as it is: 25,000 IDs were a 2 MB set)
+    linked: set[str] = {link.id for link in prior.row_links.values()} if pending or only_recent else set()
+    if early_rows and pending:
+        for row in pending:
+            taken = early_rows.take(row, linked)
             if taken is not None:
                 links[row["key"]] = taken[0]
                 written += taken[1]
-    pending = [r for r in complete["sessions"] if r["key"] not in links]
-    planning = {r["key"] for r in pending}
-    pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+        pending = [r for r in pending if r["key"] not in links]
+    pending += only_recent
     for group in row_groups(pending):
         # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
         direct, rest = direct_rows(group, array_scope, linked)
@@ -283,10 +288,12 @@ def commit_indexes(
         plan_index_root(recent_cause, recent, array_scope, links),
         plan_index_root(all_cause, complete, array_scope, links),
     )
+    del links, linked, pending  # as many entries as rows: not held through the final transaction
     for graph in graphs:
         for child in graph.children:
             final.setdefault(child.id, child)
     changed = changed_cells(target, final)
+    del final
     with target.store.transaction(space, target.writer) as tx:
         _check_unmoved(tx, prior)
         if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):
