@@ -306,7 +306,7 @@ class Publication:
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions, read=self.prior.rows)
-                rows = resolved.rows
+                rows, self._touches = resolved.rows, {}  # resolved: not held through the index commit
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]
