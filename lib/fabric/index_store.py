@@ -24,7 +24,7 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_root, read_rows
+from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, read_root, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
@@ -66,7 +66,8 @@ class PriorIndex:
     versions: dict[str, int] = field(default_factory=dict)
     ordering: OrderingState = field(default_factory=OrderingState)
     dropped_rows: int = 0
-    row_links: dict[str, Link] = field(default_factory=dict)  # key -> the row's stored cell
+    # key -> the row's stored cell (a prior read from the store: prior_rows.RowLinks)
+    row_links: Mapping[str, Link] = field(default_factory=dict)
     # root cell -> the value this process committed there (not read back: a refresh
     # that changes nothing compares its roots with these, commit_indexes)
     roots: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -165,11 +166,12 @@ def changed_since(target: GraphTarget, seq: int, cells: set[str]) -> bool:
 def _copy(prior: PriorIndex) -> PriorIndex:
     """A prior a publication may use as its own: containers copied, rows shared (a
     publication copies a row before it changes it)."""
+    rows = dict(prior.rows)
+    links = prior.row_links.copy(rows) if isinstance(prior.row_links, RowLinks) else dict(prior.row_links)
     return PriorIndex(
-        rows=dict(prior.rows), sources=list(prior.sources), checkouts=list(prior.checkouts),
+        rows=rows, sources=list(prior.sources), checkouts=list(prior.checkouts),
         generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
-        dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links), roots=prior.roots,
-        window=prior.window,
+        dropped_rows=prior.dropped_rows, row_links=links, roots=prior.roots, window=prior.window,
     )
 
 
