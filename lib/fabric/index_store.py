@@ -233,11 +233,11 @@ def commit_indexes(
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
     recent_cause = recent_session_index_cause(space, owner)
     all_cause = all_session_index_cause(space, owner)
-    links: dict[str, Link] = {
-        key: prior.row_links[key]
-        for key, row in ((r["key"], r) for r in complete["sessions"])
-        if key in prior.row_links and same_row(row, prior.rows[key])
-    }
+    links: dict[str, Link] = {}
+    for row in complete["sessions"]:
+        link = prior.row_links.get(row["key"])  # one look-up (RowLinks makes the link)
+        if link is not None and same_row(row, prior.rows[row["key"]]):
+            links[row["key"]] = link
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
     pending = [r for r in complete["sessions"] if r["key"] not in links]

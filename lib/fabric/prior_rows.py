@@ -114,8 +114,12 @@ class RowLinks(Mapping[str, Link]):
     def __setitem__(self, key: str, link: Link) -> None:
         self._other[key] = link
 
-    def __getitem__(self, key: str) -> Link:
+    def get(self, key: str, default: Any = None) -> Any:
         link = self._other.get(key) or self.link_of(self._rows.get(key))
+        return default if link is None else link
+
+    def __getitem__(self, key: str) -> Link:
+        link = self.get(key)
         if link is None:
             raise KeyError(key)
         return link
