@@ -51,8 +51,9 @@ class EarlyRows:
         self._linked: set[str] | None = None  # their cell IDs, made when first needed
         self._waiting: list[Mapping[str, Any]] = []
         self._waiting_bytes = 0
-        # key -> (the row written, its cell's link, the seq it was written at, its cells)
-        self._written: dict[str, tuple[Mapping[str, Any], Link, int, int]] = {}
+        # key -> (the row written, its cell's ID (a Link a row was 56 B more), the seq it
+        # was written at, its cells)
+        self._written: dict[str, tuple[Mapping[str, Any], str, int, int]] = {}
         self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], SealedWrite] | None = None
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -135,7 +136,7 @@ class EarlyRows:
             return
         by_key = {row["key"]: row for row in rows}
         for row in direct:
-            self._written[row.key] = (by_key[row.key], row.link, seq, len(row.ids))
+            self._written[row.key] = (by_key[row.key], row.link.id, seq, len(row.ids))
 
     def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
         """(the link to `row`'s cell, the cells written for it) when it was written here
@@ -144,10 +145,10 @@ class EarlyRows:
         written = self._written.get(row["key"])
         if written is None or written[0] is not row:
             return None
-        _, link, seq, cells = written
-        if link.id in linked or self._target.store._read_version(self._target.space, link.id) != seq:
+        _, cell, seq, cells = written
+        if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None
-        return link, cells
+        return Link.trusted(cell, self._target.space), cells
 
     def __len__(self) -> int:
         return len(self._written)

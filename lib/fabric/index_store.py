@@ -24,7 +24,7 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, read_root, read_rows
+from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, read_root, read_rows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
@@ -66,7 +66,8 @@ class PriorIndex:
     versions: dict[str, int] = field(default_factory=dict)
     ordering: OrderingState = field(default_factory=OrderingState)
     dropped_rows: int = 0
-    row_links: dict[str, Link] = field(default_factory=dict)  # key -> the row's stored cell
+    # key -> the row's stored cell (a prior read from the store: prior_rows.RowLinks)
+    row_links: Mapping[str, Link] = field(default_factory=dict)
     # root cell -> the value this process committed there (not read back: a refresh
     # that changes nothing compares its roots with these, commit_indexes)
     roots: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -165,11 +166,12 @@ def changed_since(target: GraphTarget, seq: int, cells: set[str]) -> bool:
 def _copy(prior: PriorIndex) -> PriorIndex:
     """A prior a publication may use as its own: containers copied, rows shared (a
     publication copies a row before it changes it)."""
+    rows = dict(prior.rows)
+    links = prior.row_links.copy(rows) if isinstance(prior.row_links, RowLinks) else dict(prior.row_links)
     return PriorIndex(
-        rows=dict(prior.rows), sources=list(prior.sources), checkouts=list(prior.checkouts),
+        rows=rows, sources=list(prior.sources), checkouts=list(prior.checkouts),
         generation=prior.generation, versions=dict(prior.versions), ordering=prior.ordering,
-        dropped_rows=prior.dropped_rows, row_links=dict(prior.row_links), roots=prior.roots,
-        window=prior.window,
+        dropped_rows=prior.dropped_rows, row_links=links, roots=prior.roots, window=prior.window,
     )
 
 
@@ -231,23 +233,28 @@ def commit_indexes(
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
     recent_cause = recent_session_index_cause(space, owner)
     all_cause = all_session_index_cause(space, owner)
-    links: dict[str, Link] = {
-        key: prior.row_links[key]
-        for key, row in ((r["key"], r) for r in complete["sessions"])
-        if key in prior.row_links and same_row(row, prior.rows[key])
-    }
-    linked = {link.id for link in prior.row_links.values()}
+    links: dict[str, Link] = {}
+    for row in complete["sessions"]:
+        link = prior.row_links.get(row["key"])  # one look-up (RowLinks makes the link)
+        if link is not None and same_row(row, prior.rows[row["key"]]):
+            links[row["key"]] = link
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
-    if early_rows:
-        for row in complete["sessions"]:
-            taken = early_rows.take(row, linked) if row["key"] not in links else None
+    pending = [r for r in complete["sessions"] if r["key"] not in links]
+    planning = {r["key"] for r in pending}
+    only_recent = [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+    del planning
+    # the row cells the current roots link, made only when a row is not linked as it is
+    # (a listing idle sync links every row as it is: 25,000 IDs were a 2 MB set)
+    linked: set[str] = {link.id for link in prior.row_links.values()} if pending or only_recent else set()
+    if early_rows and pending:
+        for row in pending:
+            taken = early_rows.take(row, linked)
             if taken is not None:
                 links[row["key"]] = taken[0]
                 written += taken[1]
-    pending = [r for r in complete["sessions"] if r["key"] not in links]
-    planning = {r["key"] for r in pending}
-    pending += [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+        pending = [r for r in pending if r["key"] not in links]
+    pending += only_recent
     for group in row_groups(pending):
         # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
         direct, rest = direct_rows(group, array_scope, linked)
@@ -283,10 +290,12 @@ def commit_indexes(
         plan_index_root(recent_cause, recent, array_scope, links),
         plan_index_root(all_cause, complete, array_scope, links),
     )
+    del links, linked, pending  # as many entries as rows: not held through the final transaction
     for graph in graphs:
         for child in graph.children:
             final.setdefault(child.id, child)
     changed = changed_cells(target, final)
+    del final
     with target.store.transaction(space, target.writer) as tx:
         _check_unmoved(tx, prior)
         if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):

@@ -99,9 +99,9 @@ class OrderingState:
         return {
             "schema": ORDERING_SCHEMA,
             "ownerDid": owner_did,
-            "sessions": dict(sorted(self.sessions.items())),
-            "completeSources": dict(sorted(self.complete_sources.items())),
-            "sourceRows": dict(sorted(self.source_rows.items())),
+            "sessions": _sorted(self.sessions),
+            "completeSources": _sorted(self.complete_sources),
+            "sourceRows": _sorted(self.source_rows),
         }
 
     @staticmethod
@@ -114,6 +114,12 @@ class OrderingState:
             _sequences(value.get("completeSources")),
             _sequences(value.get("sourceRows")),
         )
+
+
+def _sorted(sequences: dict[str, int]) -> dict[str, int]:
+    """`sequences` in key order, by sorting the keys alone: a sorted list of (key,
+    sequence) pairs held a tuple a session at the commit (issue 14 goal 4)."""
+    return {key: sequences[key] for key in sorted(sequences)}
 
 
 def _sequences(value: Any) -> dict[str, int]:

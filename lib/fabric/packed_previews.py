@@ -157,6 +157,15 @@ class StoredPreviews(LazyPreviews):
     def __init__(self, store: Store, space: str, cell: str) -> None:
         self._store, self._space, self._cell = store, space, cell
 
+    @property
+    def space(self) -> str:
+        return self._space
+
+    @property
+    def cell(self) -> str:
+        """The row cell (prior_rows.RowLinks links it from here)."""
+        return self._cell
+
     def unpack(self) -> list[Any]:
         from lib.fabric.graph_read import read_graph_value
 

@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PackedPreviews, same_previews
+from lib.fabric.packed_previews import PackedPreviews, StoredPreviews, same_previews
 from lib.fabric.values import Link
 
 _LINK = "\x00link"  # a link's tag in the JSON block (no Fabric value starts a key with NUL)
@@ -70,6 +70,10 @@ class PackedRow(Mapping[str, Any]):
         self.status = _shared(fields.get("status", _ABSENT))
         self.source_id = _shared(fields.get("sourceId", _ABSENT))
         self.worktree = _shared(fields.get("gitWorktreeRoot", _ABSENT))
+
+    def stored_previews(self) -> StoredPreviews | None:
+        """Its previews when they are still in a stored row's cell (StoredPreviews)."""
+        return self._previews if type(self._previews) is StoredPreviews else None
 
     def with_previews(self, previews: Any) -> PackedRow:
         """This row with other previews (the same fields: the block is shared)."""

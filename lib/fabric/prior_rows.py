@@ -12,6 +12,7 @@ always did.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -62,6 +63,7 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
     prior.sources = [dict(r) for r in parsed.sources]
     prior.checkouts = [dict(r) for r in parsed.checkouts]
     prior.generation = parsed.generation
+    row_links = prior.row_links = RowLinks(prior.rows, target.space)
     for start in range(0, len(links or ()), batch_size):
         batch = links[start : start + batch_size]  # type: ignore[index]
         if short:
@@ -87,8 +89,50 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
                 row = {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
             row = PackedRow(row)  # one block: no small object per field outlives the read
             prior.rows[row.key] = row
-            if type(link) is Link:
-                prior.row_links[row.key] = link
+            if type(link) is Link and link != row_links.link_of(row):  # else the row names it
+                row_links[row.key] = link
+
+
+class RowLinks(Mapping[str, Link]):
+    """The prior rows' cell links (`PriorIndex.row_links`), each made when asked from its
+    row's StoredPreviews, which names that very cell (issue 14 goal 4: a Link and a dict
+    entry a row held about 100 B a session); a row whose previews do not name its cell
+    keeps its link in `other`. Reads `rows` as it is when asked."""
+
+    __slots__ = ("_rows", "_space", "_other")
+
+    def __init__(self, rows: Mapping[str, Mapping[str, Any]], space: str, other: dict[str, Link] | None = None):
+        self._rows, self._space, self._other = rows, space, {} if other is None else other
+
+    def link_of(self, row: Mapping[str, Any] | None) -> Link | None:
+        """The link `row`'s stored previews name (a cell of this space), else None."""
+        previews = row.stored_previews() if type(row) is PackedRow else None
+        if previews is None or previews.space != self._space:
+            return None
+        return Link.trusted(previews.cell, self._space)
+
+    def __setitem__(self, key: str, link: Link) -> None:
+        self._other[key] = link
+
+    def get(self, key: str, default: Any = None) -> Any:
+        link = self._other.get(key) or self.link_of(self._rows.get(key))
+        return default if link is None else link
+
+    def __getitem__(self, key: str) -> Link:
+        link = self.get(key)
+        if link is None:
+            raise KeyError(key)
+        return link
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, row in self._rows.items() if key in self._other or self.link_of(row) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def copy(self, rows: Mapping[str, Mapping[str, Any]]) -> RowLinks:
+        """These links over `rows` (a copy of the same rows)."""
+        return RowLinks(rows, self._space, dict(self._other))
 
 
 def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], list[bool]]:

@@ -81,6 +81,7 @@ class Publication:
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
         self._touches: dict[str, Touch] = {}
+        self._prior_touches: dict[str, Touch] = {}  # by source (_prior_touch)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
@@ -92,9 +93,7 @@ class Publication:
 
     # -- sources ---------------------------------------------------------------------
 
-    def begin_source(
-        self, descriptor: SourceDescriptor | Mapping[str, Any], observation_sequence: int | None
-    ) -> None:
+    def begin_source(self, descriptor: SourceDescriptor | Mapping[str, Any], observation_sequence: int | None) -> None:
         """Start one source. Without a sequence the observation counts from now."""
         self._check_open()
         wire = descriptor.to_wire() if isinstance(descriptor, SourceDescriptor) else dict(descriptor)
@@ -217,7 +216,7 @@ class Publication:
             observed_at=now,
         )
         if unchanged and same_row(row, prior):  # its prior row's equal: kept itself, nothing spilled
-            self._touches[key] = Touch(source.source_id, source.sequence, "row", prior)
+            self._touches[key] = self._prior_touch(source)
             return PublishedOutcome(key, action, status)
         # held until the commit with its previews packed: memory per row, not per message
         touch = self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
@@ -249,11 +248,11 @@ class Publication:
             source.retained += 1
             metadata = self._checkouts.observe(wire.get("cwd") or prior.get("cwd"))
             if idx.refresh_keeps(prior, source.capabilities, metadata):
-                row: Mapping[str, Any] = prior  # itself: the commit sees an unchanged row
+                self._touches[key] = self._prior_touch(source)  # itself: the commit sees an unchanged row
             else:
                 row = idx.with_status(
                     idx.refreshed_row(prior, capabilities=source.capabilities, metadata=metadata), "complete")
-            self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
+                self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
             return PublishedOutcome(key, "retained", "complete")
         source.unbacked = True
         source.record_error(
@@ -306,8 +305,8 @@ class Publication:
                 current = indexes.prior_is_current(self._graphs, self._cells, self.prior)
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
-                                   deletions=self._deletions)
-                rows = resolved.rows
+                                   deletions=self._deletions, read=self.prior.rows)
+                rows, self._touches = resolved.rows, {}  # resolved: not held through the index commit
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]
@@ -365,8 +364,7 @@ class Publication:
         return idx.iso(self._clock())
 
     def _source_id(self, descriptor: SourceDescriptor | Mapping[str, Any]) -> str:
-        raw = descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"]
-        return normalize_source_id(raw)
+        return normalize_source_id(descriptor.id if isinstance(descriptor, SourceDescriptor) else descriptor["id"])
 
     def _source(self, source_id: str) -> SourceState:
         source = self._sources.get(normalize_source_id(source_id))
@@ -385,13 +383,17 @@ class Publication:
         document = self._graphs.store.read(self._graphs.space, prior["manifest"].id)
         return document is not None and isinstance(document.value, dict) and document.value.get("complete") is True
 
+    def _prior_touch(self, source: SourceState) -> Touch:
+        """A retained or unchanged session's touch: one for all of a source's (issue 14 goal 4)."""
+        shared, sid = self._prior_touches, source.source_id
+        return shared.get(sid) or shared.setdefault(sid, Touch(sid, source.sequence, "prior"))
+
     def _keep_newer(self, key: str, source: SourceState, prior: Mapping[str, Any] | None) -> PublishedOutcome:
         self._touches[key] = Touch(source.source_id, source.sequence, "keep")
         return PublishedOutcome(key, "skipped-newer", prior.get("status") if prior else None)
 
-    def _mark_partial(
-        self, key: str, source: SourceState, prior: Mapping[str, Any] | None, action: Action
-    ) -> PublishedOutcome:
+    def _mark_partial(self, key: str, source: SourceState, prior: Mapping[str, Any] | None,
+                      action: Action) -> PublishedOutcome:
         self._touches[key] = Touch(source.source_id, source.sequence, "partial")
         return PublishedOutcome(key, action, "partial" if prior is not None else None)
 

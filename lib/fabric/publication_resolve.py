@@ -4,8 +4,10 @@ A publication holds the publish lock only to read the prior index and to commit 
 new one; its session graphs are written in between, without it. Another publication
 may commit meanwhile, so what this one observed is kept as intents, not final rows:
 
-- a `Touch` per session it observed: its own new row (read or retained), "partial"
-  (a failed read marks whatever row is there), or "keep" (a newer observation had it);
+- a `Touch` per session it observed: its own new row (read or retained), "prior" (the
+  row the publication read at its start, itself: a retained or unchanged session),
+  "partial" (a failed read marks whatever row is there), or "keep" (a newer
+  observation had it);
 - a `Verdict` per source whose collection ended: the inventory outcome (None for a
   targeted refresh, which changes no other row).
 
@@ -32,8 +34,8 @@ from lib.fabric.source_status import SourceState
 class Touch:
     source_id: str
     sequence: int
-    kind: Literal["row", "partial", "keep"]
-    row: Mapping[str, Any] | None = None
+    kind: Literal["row", "prior", "partial", "keep"]
+    row: Mapping[str, Any] | None = None  # a "row" touch's row
 
     def __post_init__(self) -> None:
         # held until the commit: one packed block per row, not a dict of small objects
@@ -86,14 +88,19 @@ def resolve(
     *,
     preserve_untouched_status: bool,
     deletions: DeletionGuard = GUARD_DELETIONS,
+    read: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Resolution:
+    """`read`: the rows the publication read at its start, which its "prior" touches name
+    (by default `prior`'s)."""
     out = Resolution()
     ordering = prior.ordering
+    read = prior.rows if read is None else read
     for key, touch in touches.items():
-        row = _touched_row(prior.rows.get(key), key, touch, ordering)
+        own = read[key] if touch.kind == "prior" else touch.row
+        row = _touched_row(prior.rows.get(key), key, touch, own, ordering)
         if row is not None:
             out.rows[key] = row
-            if touch.kind == "row" and row is touch.row:
+            if row is own and own is not None:
                 out.recorded.record_session(key, touch.sequence)
     for sid, verdict in verdicts.items():
         if verdict.outcome is not None:
@@ -113,9 +120,10 @@ def _kept(row: Mapping[str, Any]) -> PackedRow:
 
 
 def _touched_row(
-    fresh: Mapping[str, Any] | None, key: str, touch: Touch, ordering: OrderingState
+    fresh: Mapping[str, Any] | None, key: str, touch: Touch, own: Mapping[str, Any] | None, ordering: OrderingState
 ) -> Mapping[str, Any] | None:
-    """The row of a session this publication observed, or the fresh row it must keep."""
+    """The row of a session this publication observed (`own`, for a "row" or "prior"
+    touch), or the fresh row it must keep."""
     kept = _kept(fresh) if fresh is not None else None
     if touch.kind == "keep" or ordering.keeps_newer(key, touch.sequence):
         return kept
@@ -124,7 +132,7 @@ def _touched_row(
     live = fresh is not None and idx.is_live(fresh)
     if not ordering.may_add(touch.source_id, touch.sequence, has_live_row=live):
         return kept
-    return touch.row
+    return own
 
 
 def _judge_untouched(

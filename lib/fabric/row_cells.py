@@ -175,7 +175,12 @@ def root_text(value: Mapping[str, Any], space: str) -> str:
     except TypeError:  # orjson refused a part: values.dumps writes the whole another way
         return values.dumps(value)
     assert head.endswith(_EMPTY_ROWS)
-    return head[: -len("]}")] + _links_text(value[ROWS], space) + "]" + ("," + tail[1:] if after else "}")
+    # one join of every piece: joining the links, then adding the head and the tail,
+    # made the text (3.7 MB at 25,000 rows) three times over, the commit's peak
+    pieces = [head[: -len("]}")]]
+    _link_pieces(value[ROWS], space, pieces)
+    pieces.append("]" + ("," + tail[1:] if after else "}"))
+    return "".join(pieces)
 
 
 _EMPTY_ROWS = '"' + ROWS + '":[]}'
@@ -183,8 +188,9 @@ _PLAIN_ID = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but `"` and `\`: JSO
 _templates: dict[str, tuple[str, str]] = {}
 
 
-def _links_text(links: Sequence[Any], space: str) -> str:
-    """The elements of `links`' JSON text, as values.dumps would write them, comma-joined."""
+def _link_pieces(links: Sequence[Any], space: str, pieces: list[str]) -> None:
+    """The elements of `links`' JSON text, as values.dumps would write them, comma-joined,
+    appended to `pieces` in parts (each link's text its ID between two fixed strings)."""
     template = _templates.get(space)
     if template is None:
         marker = "of:" + "0" * 8
@@ -194,10 +200,9 @@ def _links_text(links: Sequence[Any], space: str) -> str:
         template = _templates[space] = (prefix, suffix)
     prefix, suffix = template
     plain = _PLAIN_ID.fullmatch
-    if all(type(link) is Link and not link.path and link.space == space and plain(link.id) for link in links):
-        return prefix + (suffix + "," + prefix).join([link.id for link in links]) + suffix if links else ""
-    return ",".join(
-        prefix + link.id + suffix if type(link) is Link and not link.path and link.space == space and plain(link.id)
-        else values.dumps(link)
-        for link in links
-    )
+    after_comma = "," + prefix
+    for at, link in enumerate(links):  # each link's text after its comma
+        if type(link) is Link and not link.path and link.space == space and plain(link.id):
+            pieces += (after_comma if at else prefix, link.id, suffix)
+        else:
+            pieces += ("," if at else "", values.dumps(link))

@@ -173,7 +173,7 @@ def test_fake_other_writer_a_row_cell_rewritten_after_it_was_written_early_is_wr
     by rewriting the cell directly; the commit must not link it as it is."""
     target, source = make_env(tmp_path).target(), descriptor()
     with _rows_written_early(target, source, 2) as pub:
-        cell = pub._early._written["codex/s0"][1].id
+        cell = pub._early._written["codex/s0"][1]  # the row cell's ID
         with target.store.transaction(target.space, target.writer) as tx:
             tx.write(cell, {"key": "codex/s0", "junk": True}, target.labels)
             tx.commit()

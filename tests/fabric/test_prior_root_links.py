@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lib.fabric.index_store import read_prior
-from lib.fabric.prior_rows import read_root
+from lib.fabric.prior_rows import RowLinks, read_root
 from lib.fabric.stored_values import SameSpaceLinks
 from lib.fabric.values import Link
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
@@ -44,3 +44,44 @@ def test_a_retained_sessions_intent_is_keyed_by_the_prior_rows_own_key_string(tm
         assert pub.add_retained(source.id, snapshot("a").summary).action == "retained"
         (key,) = pub._touches
         assert key == "codex/a" and key is pub.prior.rows["codex/a"]["key"]  # one string, not two
+
+
+def test_retained_sessions_share_one_prior_touch_and_commit_their_prior_rows_themselves(tmp_path: Path) -> None:
+    """Issue 14 goal 4: a retained session whose row stays its prior row is noted with
+    its source's one "prior" touch, not a touch a session, and the commit keeps that
+    prior row (itself) and records the session's observation."""
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    publish(target, source, [snapshot("a"), snapshot("b"), snapshot("c")])
+    index_before = target.store.read(target.space, target.cells.all).value
+    with target.publication(preserve_untouched_status=False, checkout_directories=None) as pub:
+        pub.begin_source(source, None)
+        for name in ("a", "b", "c"):
+            assert pub.add_retained(source.id, snapshot(name).summary).action == "retained"
+        touches = list(pub._touches.values())
+        assert len(touches) == 3 and all(t is touches[0] for t in touches)
+        assert touches[0].kind == "prior" and touches[0].row is None
+        sequence = touches[0].sequence
+        pub.end_source({"sourceId": source.id, "inventoryComplete": True, "complete": True,
+                        "listedSessionIds": ["a", "b", "c"]})
+        pub.commit()
+    after = target.store.read(target.space, target.cells.all).value
+    assert [link.id for link in after["sessions"]] == [link.id for link in index_before["sessions"]]
+    ordering = target.store.read(target.space, target.cells.ordering).value
+    assert all(ordering["sessions"][f"codex/{name}"] == sequence for name in ("a", "b", "c"))
+
+
+def test_a_prior_read_from_the_store_makes_its_row_links_from_the_rows_stored_previews(tmp_path: Path) -> None:
+    """Issue 14 goal 4: no Link is held per row of the usual shape; each is made, equal
+    to the stored one, from the row's previews, which name its cell."""
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot("a"), snapshot("b", messages=3)])
+    graphs, cells = target.graphs, target.cells
+    full = target.store.read(target.space, cells.all)
+    graphs.committed.clear()
+    prior = read_prior(graphs, cells)
+    assert type(prior.row_links) is RowLinks and not prior.row_links._other
+    assert dict(prior.row_links) == {row["key"]: link for row, link in zip(
+        (target.store.read(target.space, link.id).value for link in full.value["sessions"]),
+        full.value["sessions"], strict=True)}
+    assert "codex/zzz" not in prior.row_links

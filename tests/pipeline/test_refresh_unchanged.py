@@ -83,6 +83,9 @@ def test_an_unchanged_session_equal_to_its_row_is_held_as_that_row(tmp_path: Pat
         with target.publication(preserve_untouched_status=True) as pub:
             pub.begin_source(source_now, None)
             assert pub.add_prepared(prepared(source_now, snapshot("a"))).action == "unchanged"
-            assert (pub._touches[row_key].row is pub.prior.rows[row_key]) is kept
+            touch = pub._touches[row_key]
+            # kept: the source's shared "prior" touch, no row of its own; else a new row
+            assert (touch.kind == "prior" and touch.row is None) is kept
+            assert touch.row is not pub.prior.rows[row_key]
             pub.commit()
     assert index(target)["sessions"][0]["capabilities"]["cancel"] is True
