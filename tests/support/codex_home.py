@@ -134,7 +134,16 @@ def make_codex_home(path: str | os.PathLike[str], threads: list[FixtureThread]) 
         with (home / "session_index.jsonl").open("a", encoding="utf-8") as out:
             for entry in names:
                 out.write(json.dumps(entry) + "\n")
+    config = home / "config.toml"
+    if not config.exists():  # a test's own config (write_fake_model_config) carries them too
+        config.write_text(OFFLINE_FEATURES, encoding="utf-8")
     return home
+
+
+# Codex's plugins are off in every home the tests and benches make: with them on, Codex
+# runs `git ls-remote https://github.com/openai/plugins` as it starts (strace, session
+# 26), a network attempt tests must not make, and one whose time varied the bench's floor.
+OFFLINE_FEATURES = "[features]\nplugins = false\n"
 
 
 def write_fake_model_config(
@@ -151,7 +160,7 @@ def write_fake_model_config(
         f'base_url = "{base_url}"\n'
         f'wire_api = "responses"\n'
         f"request_max_retries = 0\n"
-        f"stream_max_retries = 0\n",
+        f"stream_max_retries = 0\n\n" + OFFLINE_FEATURES,
         encoding="utf-8",
     )
 
