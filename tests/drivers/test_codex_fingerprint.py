@@ -39,7 +39,7 @@ def a_rollout(home: Path) -> Path:
 
 def test_the_driver_offers_the_codex_fingerprint_and_it_is_stable(config):
     first = CodexAppServerDriver.inventory_fingerprint(config)
-    assert first is not None and first.files == len(demo_threads()) + 2  # + program, session index
+    assert first is not None and first.files == len(demo_threads()) + 3  # + program, session index, config.toml
     assert digest(config) == first.digest
 
 
