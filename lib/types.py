@@ -65,6 +65,7 @@ class AgentSourceConfig(WireModel):
     codex_transport: CodexTransport = "stdio"
     codex_socket: str | None = None
     allow_danger_full_access: bool = False
+    collect_on_one_cpu: bool = True  # a provider started only to collect runs on one CPU (drivers/one_cpu.py)
     max_line_bytes: int = Field(default=DEFAULT_MAX_LINE_BYTES, ge=MIN_MAX_LINE_BYTES, strict=True)
     stall_timeout_seconds: float = Field(
         default=DEFAULT_STALL_TIMEOUT_SECONDS, gt=0, allow_inf_nan=False, strict=True

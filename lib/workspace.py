@@ -261,6 +261,13 @@ class Workspace:
         driver.state_directory = self.private_state_path  # called only by a driver that keeps state
         return driver
 
+    def collection_driver(self, source_id: str) -> AgentDriver:
+        """`create_driver`'s driver, started only to list and read: no prompt runs on it
+        (AgentDriver.collection_only). For sync, list, read, prepare and publish."""
+        driver = self.create_driver(source_id)
+        driver.collection_only = True
+        return driver
+
     def describe_source(self, source_id: str) -> SourceDescriptor:
         """A configured source's descriptor, without creating its driver."""
         config = self.config.source(source_id)

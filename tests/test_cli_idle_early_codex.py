@@ -95,6 +95,7 @@ def test_the_driver_adopts_the_child_and_the_fingerprint_predates_it(world, monk
         assert taken.digest != kept["inputs"]["fingerprints"]["codex"], "the changed home's digest"
         assert codex_early.take_fingerprint(str(world.wrapper), str(world.home), str(world.home)) is None
         driver = CodexAppServerDriver(config)
+        driver.collection_only = True  # as sync's driver pool makes it
         driver.start()
         try:
             assert driver.transport.pid == early_pid and codex_early.started() == 0
@@ -219,8 +220,12 @@ def listing(driver: CodexAppServerDriver) -> list:
 
 
 def driver_of(world, page_size: int | None = None) -> CodexAppServerDriver:
+    """A driver as sync's pool makes it: only collecting (its Codex on one CPU, as the
+    early child is started)."""
     config = world.source.model_copy(update={"codex_bin": str(world.wrapper)})
-    return CodexAppServerDriver(config) if page_size is None else CodexAppServerDriver(config, page_size=page_size)
+    driver = CodexAppServerDriver(config) if page_size is None else CodexAppServerDriver(config, page_size=page_size)
+    driver.collection_only = True
+    return driver
 
 
 def test_the_driver_takes_the_early_answers_when_the_run_lists_from_their_sequence(world, monkeypatch):

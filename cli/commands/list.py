@@ -29,7 +29,7 @@ def list_command(app: AppContext, source: str, as_json: bool) -> None:
         agentctl list codex | agentctl read | agentctl prepare
         agentctl list codex --json | jq -r .summary.title
     """
-    driver = app.workspace.create_driver(source)
+    driver = app.workspace.collection_driver(source)
     # The observation sequence is allocated before the first provider call, so a
     # publication of this listing can be ordered against refreshes that start later.
     target = app.workspace.open_target()

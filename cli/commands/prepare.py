@@ -27,7 +27,7 @@ def prepare_command(app: AppContext, full: bool) -> None:
         agentctl read --source codex ID | agentctl prepare | jq .snapshotHash
     """
     sink = JsonLinesSink()
-    with DriverPool(app.workspace.create_driver) as drivers:
+    with DriverPool(app.workspace.collection_driver) as drivers:
         stage = prepare_stage(app.workspace, drivers, full=full)
         run_stage(stage, stage_inputs((), stdin_if_piped(), stage.stage, sink), sink, progress=app.progress)
     exit_for(sink)

@@ -36,7 +36,7 @@ def publish_command(app: AppContext, lock_timeout: float, accept_deletions: bool
     """
     app.workspace.lock_timeout = lock_timeout
     sink = JsonLinesSink()
-    with DriverPool(app.workspace.create_driver) as drivers:
+    with DriverPool(app.workspace.collection_driver) as drivers:
         stage = publish_stage(app.workspace, drivers, full=full, accept_deletions=accept_deletions)
         run_stage(stage, stage_inputs((), stdin_if_piped(), stage.stage, sink), sink, progress=app.progress)
     exit_for(sink)

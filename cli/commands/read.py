@@ -38,7 +38,7 @@ def read_command(app: AppContext, session_ids: tuple[str, ...], source_id: str |
     if source_id:
         workspace.source_config(source_id)  # unknown source: a usage error before any work
     sink = JsonLinesSink()
-    with DriverPool(workspace.create_driver) as drivers:
+    with DriverPool(workspace.collection_driver) as drivers:
         stage = read_stage(workspace, drivers, full=full or bool(session_ids))
         initial = ()
         if session_ids:

@@ -59,7 +59,7 @@ def sync_command(
         from lib.pipeline.idle_answer import IdleAnswerKeeper
 
         keeper = IdleAnswerKeeper(workspace, list(sources), source_ids)
-    with DriverPool(workspace.create_driver) as drivers:
+    with DriverPool(workspace.collection_driver) as drivers:
         run_sync(workspace, source_ids, sink, drivers=drivers, full=full, accept_deletions=accept_deletions,
                  progress=app.progress, close_drivers=True, idle_answer=keeper, start_early=True)
     exit_for(sink)

@@ -117,6 +117,10 @@ class AgentDriver(ABC):
     # for a driver that keeps something between runs (ACP: learned session controls).
     # Set by the Workspace that creates the driver; None: nothing is kept.
     state_directory: Callable[[], Path] | None = None
+    # Set by whoever starts this driver only to list and read (sync, list, read, prepare,
+    # publish): no prompt will run on it, so its provider may run as collecting is
+    # fastest (Codex: on one CPU, lib/drivers/one_cpu.py). Never set for commands.
+    collection_only: bool = False
 
     def __init__(self, config: AgentSourceConfig) -> None:
         self.config = config

@@ -19,6 +19,8 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from lib.drivers.one_cpu import spawning_on_one_cpu
+
 GRACE_SECONDS = 5.0  # how long each step of an orderly end waits for the child to exit
 # The child's stdout pipe holds this much (Linux's default is 64 KiB, its unprivileged most
 # 1 MiB): a 13 MB answer then crosses in 13 reads, not 200, each of which needs the GIL back
@@ -26,17 +28,20 @@ GRACE_SECONDS = 5.0  # how long each step of an orderly end waits for the child 
 STDOUT_PIPE_BYTES = 1 << 20
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:
-    """The child, with pipes for stdin, stdout and stderr, leading a process group of its own."""
-    process = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-        process_group=0,
-    )
+def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None, *,
+          one_cpu: bool = False) -> subprocess.Popen[bytes]:
+    """The child, with pipes for stdin, stdout and stderr, leading a process group of its
+    own; with `one_cpu`, confined to one CPU (one_cpu.py: a provider that only collects)."""
+    with spawning_on_one_cpu(one_cpu):
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            process_group=0,
+        )
     assert process.stdout is not None
     widen_pipe(process.stdout.fileno())
     return process

@@ -120,13 +120,14 @@ class CodexAppServerDriver(AgentDriver):
 
     def start(self, signal: CancelSignal | None = None) -> None:
         self.listing.reset()
-        launch = plan_launch(self.config)
+        launch = plan_launch(self.config, collecting=self.collection_only)
         start_daemon(launch, signal)
         # the fast path's child for exactly this launch, with its early answers if any (codex_early.py)
         early = adopt(launch, self, _client_version) if launch.framing == "lines" else None
         try:
             self._transport.start(launch.argv, env=launch.env, cwd=launch.cwd, framing=launch.framing,
-                                  signal=signal, stall_timeout=self.stall_timeout, process=getattr(early, "process", None))
+                                  signal=signal, stall_timeout=self.stall_timeout, process=getattr(early, "process", None),
+                                  one_cpu=launch.one_cpu)
         except FileNotFoundError:
             raise DriverUnavailable(
                 "program-not-found", f"cannot run {launch.argv[0]!r}: no such program (source {self.source.id})"

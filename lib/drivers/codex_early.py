@@ -52,12 +52,13 @@ _lent: dict[tuple[str, str, str], Any] = {}  # (program, home, databases) -> Hom
 
 
 class _Early:
-    __slots__ = ("argv", "env", "cwd", "process", "home", "fingerprint", "source_id", "listing", "sequence",
-                 "sequence_taken")
+    __slots__ = ("argv", "env", "cwd", "one_cpu", "process", "home", "fingerprint", "source_id", "listing",
+                 "sequence", "sequence_taken")
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str | None, process: subprocess.Popen[bytes],
-                 home: tuple[str, str, str], fingerprint: Any) -> None:
+                 home: tuple[str, str, str], fingerprint: Any, *, one_cpu: bool = False) -> None:
         self.argv, self.env, self.cwd, self.process = argv, env, cwd, process
+        self.one_cpu = one_cpu  # started on one CPU, as a collecting driver starts it (one_cpu.py)
         self.home = home  # (program, home, databases): what the fingerprint covers
         self.fingerprint = fingerprint  # codex_home_files.HomeDigest, taken before the start; None once taken
         self.source_id: str | None = None
@@ -98,13 +99,15 @@ def start(recipe: Mapping[str, Any], program: str, fingerprint: Any, environ: Ma
     if codex_home:
         env["CODEX_HOME"] = codex_home
     argv = stdio_argv(program)
+    one_cpu = launch.get("oneCpu") is True  # the fast path only collects
     from lib.drivers import child_process
 
     try:
-        process = child_process.spawn(argv, env, cwd)
+        process = child_process.spawn(argv, env, cwd, one_cpu=one_cpu)
     except OSError:
         return False
-    early = _Early(argv, env, cwd, process, (program, recipe["home"], recipe["databases"]), fingerprint)
+    early = _Early(argv, env, cwd, process, (program, recipe["home"], recipe["databases"]), fingerprint,
+                   one_cpu=one_cpu)
     if client_version is not None and source_id is not None:
         from lib.drivers.codex_early_list import EarlyListing
 
@@ -189,7 +192,8 @@ def adopt(launch: Any, driver: Any = None, client_version: Callable[[], str] | N
     argv, env, cwd = launch.argv, launch.env, launch.cwd
     with _lock:
         for index, early in enumerate(_started):
-            if early.argv == list(argv) and early.env == dict(env) and early.cwd == cwd:
+            if (early.argv == list(argv) and early.env == dict(env) and early.cwd == cwd
+                    and early.one_cpu == launch.one_cpu):
                 del _started[index]
                 break
         else:

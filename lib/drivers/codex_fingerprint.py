@@ -93,7 +93,8 @@ def fingerprint_plan(config: AgentSourceConfig, environ: Mapping[str, str]) -> d
     plan: dict[str, Any] = {"codexBin": config.codex_bin, "home": str(home), "databases": str(databases)}
     if config.codex_transport == "stdio" and not config.env:
         # what the fast path needs to start this Codex as the driver would (codex_early.py)
-        plan["launch"] = {"cwd": config.cwd, "codexHome": env.get("CODEX_HOME") if config.codex_home else None}
+        plan["launch"] = {"cwd": config.cwd, "codexHome": env.get("CODEX_HOME") if config.codex_home else None,
+                          "oneCpu": config.collect_on_one_cpu}
     return plan
 
 

@@ -42,6 +42,9 @@ class CodexLaunch:
     cwd: str | None
     framing: Framing
     daemon_argv: list[str] | None = None  # managed mode: run this (and wait) first
+    # the child confined to one CPU (lib/drivers/one_cpu.py): a `stdio` child that only
+    # collects, unless the source sets collectOnOneCpu = false (a proxy's work is the daemon's)
+    one_cpu: bool = False
 
 
 def resolve_codex_program(config: AgentSourceConfig, environ: Mapping[str, str]) -> str:
@@ -71,16 +74,20 @@ def child_environment(config: AgentSourceConfig, environ: Mapping[str, str]) -> 
     return env
 
 
-def plan_launch(config: AgentSourceConfig, environ: Mapping[str, str] | None = None) -> CodexLaunch:
+def plan_launch(config: AgentSourceConfig, environ: Mapping[str, str] | None = None, *,
+                collecting: bool = False) -> CodexLaunch:
+    """`collecting`: the child will only list and read (no prompt runs on it)."""
     environ = os.environ if environ is None else environ
     env = child_environment(config, environ)
     mode = config.codex_transport
     framing: Framing = "lines" if mode == "stdio" else "websocket"
+    one_cpu = collecting and mode == "stdio" and config.collect_on_one_cpu
     if config.command:
-        return CodexLaunch(argv=list(config.command), env=env, cwd=config.cwd, framing=framing)
+        return CodexLaunch(argv=list(config.command), env=env, cwd=config.cwd, framing=framing, one_cpu=one_cpu)
     program = resolve_codex_program(config, environ)
     if mode == "stdio":
-        return CodexLaunch([program, "app-server", "--listen", "stdio://"], env, config.cwd, framing)
+        return CodexLaunch([program, "app-server", "--listen", "stdio://"], env, config.cwd, framing,
+                           one_cpu=one_cpu)
     proxy = [program, "app-server", "proxy"]
     if mode == "proxy":
         if config.codex_socket:

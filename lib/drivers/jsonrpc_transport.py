@@ -95,15 +95,17 @@ class JsonRpcTransport:
         signal: CancelSignal | None = None,
         stall_timeout: float | None = None,
         process: subprocess.Popen[bytes] | None = None,
+        one_cpu: bool = False,
     ) -> None:
         """Spawn the child and open its channel; stops any earlier run first. With
         `stall_timeout`, a channel that opens with nothing from the child (a WebSocket
         upgrade never answered) for that long fails `provider-stalled`. `process`: a
         child already spawned as `child_process.spawn` spawns it, with this launch
-        (one the idle fast path started early, lib/drivers/codex_early.py)."""
+        (one the idle fast path started early, lib/drivers/codex_early.py). `one_cpu`:
+        the child is confined to one CPU (lib/drivers/one_cpu.py)."""
         self.stop()
         if process is None:
-            process = child_process.spawn(argv, env, cwd)
+            process = child_process.spawn(argv, env, cwd, one_cpu=one_cpu)
         channel_class = WebSocketChannel if framing == "websocket" else LineChannel
         child_input = ChildInput(process.stdin)
         meter = OutputMeter(process.stdout)

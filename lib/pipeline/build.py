@@ -1,6 +1,6 @@
 """The stages of a run, built over one Workspace, one driver pool and one Git scope.
 
-    drivers = DriverPool(workspace.create_driver)
+    drivers = DriverPool(workspace.collection_driver)
     stage = publish_stage(workspace, drivers)       # publish(prepare(read(...)))
 
 Each later stage wraps the earlier ones, so it accepts every earlier stage's records.

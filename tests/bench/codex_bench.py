@@ -21,6 +21,7 @@ from typing import Any
 
 from lib.drivers.codex_app_server import PAGE_SIZE, CodexAppServerDriver
 from lib.drivers.codex_threads import SOURCE_KINDS
+from lib.drivers.one_cpu import spawning_on_one_cpu
 from lib.types import AgentSourceConfig
 from tests.bench.measure import clock
 from tests.support.codex_home import make_codex_home, many_threads
@@ -33,12 +34,14 @@ NATIVE_CODEX = ROOT / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknow
 class BareLoop:
     """The least a client can do: one line out, lines in until the answer with that id."""
 
-    def __init__(self, codex: str, home: Path) -> None:
-        self.process = subprocess.Popen(
-            [codex, "app-server", "--listen", "stdio://"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, "CODEX_HOME": str(home)},
-        )
+    def __init__(self, codex: str, home: Path, *, one_cpu: bool = False) -> None:
+        # `one_cpu`: Codex confined to one CPU, as agentctl starts a Codex that only collects
+        with spawning_on_one_cpu(one_cpu):
+            self.process = subprocess.Popen(
+                [codex, "app-server", "--listen", "stdio://"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={**os.environ, "CODEX_HOME": str(home)},
+            )
         self.next_id = 0
         self.call("initialize", {"clientInfo": {"name": "bench", "version": "0"}})
         self._write({"method": "initialized"})

@@ -136,18 +136,18 @@ class Home:
             time.sleep(wait)
 
 
-def bare_list_read(home: Path) -> tuple[float, int]:
+def bare_list_read(home: Path, *, one_cpu: bool = False) -> tuple[float, int]:
     start = clock()
-    loop = BareLoop(str(NATIVE_CODEX), home)
+    loop = BareLoop(str(NATIVE_CODEX), home, one_cpu=one_cpu)
     ids = bare_list_all(loop)
     bare_read_all(loop, ids)
     loop.close()
     return clock() - start, len(ids)
 
 
-def bare_list(home: Path) -> float:
+def bare_list(home: Path, *, one_cpu: bool = False) -> float:
     start = clock()
-    loop = BareLoop(str(NATIVE_CODEX), home)
+    loop = BareLoop(str(NATIVE_CODEX), home, one_cpu=one_cpu)
     bare_list_all(loop)
     loop.close()
     return clock() - start
@@ -178,24 +178,30 @@ def measure(corpus: RolloutCorpus, root: Path, agentsview: AgentsView | None) ->
                                "rolloutBytes": home.rollout_bytes, "largestRollout": home.largest_rollout}
     # Codex builds its state database on its first start: not part of anyone's sync.
     bare_list(home.codex_home)
-    bares, firsts = [], []
+    # Each floor twice: Codex as a bare client starts it, and confined to one CPU as
+    # agentctl starts a Codex that only collects (lib/drivers/one_cpu.py), which alone
+    # halves Codex's time on two CPUs: the ratio to the second says what is ours.
+    bares, bares_one_cpu, firsts = [], [], []
     for turn in range(1, rounds + 1):
-        print(f"  round {turn}/{rounds}: bare list+read, then a first agentctl sync into an empty store ...",
-              file=sys.stderr, flush=True)
+        print(f"  round {turn}/{rounds}: bare list+read (as started, then on one CPU), then a first agentctl sync "
+              "into an empty store ...", file=sys.stderr, flush=True)
         home.empty_store()
         seconds, figures["threads"] = bare_list_read(home.codex_home)
         bares.append(seconds)
+        bares_one_cpu.append(bare_list_read(home.codex_home, one_cpu=True)[0])
         firsts.append(home.sync())
-    figures["bareListReads"], figures["firsts"] = bares, firsts
+    figures["bareListReads"], figures["bareListReadsOneCpu"], figures["firsts"] = bares, bares_one_cpu, firsts
     figures["storeBytes"] = home.store_bytes()
-    bare_lists, listings = [], []
+    bare_lists, bare_lists_one_cpu, listings = [], [], []
     for turn in range(1, rounds + 1):
-        print(f"  round {turn}/{rounds}: bare thread/list, then a listing idle sync ...", file=sys.stderr, flush=True)
+        print(f"  round {turn}/{rounds}: bare thread/list (as started, then on one CPU), then a listing idle sync ...",
+              file=sys.stderr, flush=True)
         home.change_home()
         home.settle()  # a sync from cron comes minutes after a change, not within its unsure window
         bare_lists.append(bare_list(home.codex_home))
+        bare_lists_one_cpu.append(bare_list(home.codex_home, one_cpu=True))
         listings.append(home.sync())
-    figures["bareLists"], figures["idleListings"] = bare_lists, listings
+    figures["bareLists"], figures["bareListsOneCpu"], figures["idleListings"] = bare_lists, bare_lists_one_cpu, listings
     figures["idleUnchanged"] = [home.idle_unchanged() for _ in range(rounds)]
     if agentsview is not None and agentsview.program is not None:
         print("  agentsview sync, first and idle ...", file=sys.stderr, flush=True)
@@ -271,8 +277,10 @@ def _report(report: Any, results: list[dict[str, Any]]) -> None:
         ratio, ratios = _ratios(r["firsts"], r["bareListReads"])
         r["first"] = first  # for the flatness check
         bound = _peak_bound(r)
+        one_cpu = statistics.median(r["bareListReadsOneCpu"])
         first_rows.append([r["corpus"], str(r["rounds"]), _mb(r["rolloutBytes"]), f"{bare:.2f}",
                            f"{first['seconds']:.2f}", f"{ratio:.2f}", ratios, f"{FIRST_RATIO_GOAL}",
+                           f"{one_cpu:.2f}", f"{_ratios(r['firsts'], r['bareListReadsOneCpu'])[0]:.2f}",
                            _mb(first["peakRssBytes"]), _mb(bound), f"{r['storeBytes'] / r['rolloutBytes']:.2f}"])
         report.check(f"first sync ≤ {FIRST_RATIO_GOAL}x bare list+read ({r['corpus']})", ratio <= FIRST_RATIO_GOAL,
                      f"{ratio:.2f}x, median of {r['rounds']} (rounds {ratios}; {first['seconds']:.2f} s against "
@@ -287,6 +295,8 @@ def _report(report: Any, results: list[dict[str, Any]]) -> None:
         listing_ratio, listing_ratios = _ratios(r["idleListings"], r["bareLists"])
         idle_rows.append([r["corpus"], f"{statistics.median(r['bareLists']):.2f}", f"{listing['seconds']:.2f}",
                           f"{listing_ratio:.2f}", listing_ratios, f"{LISTING_RATIO_GOAL}",
+                          f"{statistics.median(r['bareListsOneCpu']):.2f}",
+                          f"{_ratios(r['idleListings'], r['bareListsOneCpu'])[0]:.2f}",
                           _mb(listing["peakRssBytes"]), f"{idle['seconds']:.2f}",
                           "yes" if idle["unchanged"] else "no", str(idle["attempt"]), _mb(idle["peakRssBytes"])])
         report.check(f"idle sync that lists ≤ {LISTING_RATIO_GOAL}x bare thread/list ({r['corpus']})",
@@ -320,10 +330,12 @@ def _report(report: Any, results: list[dict[str, Any]]) -> None:
     report.table("agentctl sync end to end, first sync (real codex app-server; rounds of the bare loop and a first "
                  "sync into an empty store, side by side; times and ratio are medians, peak the highest)",
                  ["corpus", "rounds", "rollout MB", "bare list+read s", "first sync s", "ratio", "each round",
-                  "goal", "peak RSS MB", "peak goal MB", "store / rollouts"], first_rows)
+                  "goal", "bare on one CPU s", "ratio to it", "peak RSS MB", "peak goal MB", "store / rollouts"],
+                 first_rows)
     report.table("agentctl sync end to end, idle (rounds of a bare thread/list beside a listing idle sync; then "
                  "the unchanged home, not listed; medians)",
-                 ["corpus", "bare list s", "listing idle s", "ratio", "each round", "goal", "peak RSS MB",
+                 ["corpus", "bare list s", "listing idle s", "ratio", "each round", "goal", "bare on one CPU s",
+                  "ratio to it", "peak RSS MB",
                   "unchanged idle s", "codex not started", "attempts", "peak RSS MB"], idle_rows)
     if peer_rows:
         report.table(f"agentsview ({AGENTSVIEW}) on the same homes, same run (idle: median of the rounds)",
