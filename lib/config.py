@@ -257,7 +257,9 @@ def check_unique_source_ids(configs: Iterable[AgentSourceConfig], path: Path | s
 
 
 def _parse_source(source_id: str, table: Any, path: Path) -> AgentSourceConfig:
-    where = f"{path}: [sources.{source_id}]"
+    # an id with a control character is refused later (check_unique_source_ids); until
+    # then it is shown escaped, so every message stays one line
+    where = f"{path}: [sources.{source_id if source_id.isprintable() else repr(source_id)}]"
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     unknown = sorted(set(table) - SOURCE_KEYS)

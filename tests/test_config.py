@@ -179,3 +179,11 @@ def test_a_bad_checkout_root_is_one_config_error(tmp_path, text, message):
         load_config(write(tmp_path, text + "\n"))
     assert caught.value.exit_code == ExitCode.USAGE
     assert str(tmp_path / "config.toml") in caught.value.message
+
+
+def test_a_source_id_with_a_newline_is_shown_escaped_in_a_one_line_message(tmp_path):
+    """Found by the configuration fuzz test: the id went into the message as it was."""
+    path = write(tmp_path, '[sources."a\\nb"]\ndriver = "gemini"\n')
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert "\n" not in raised.value.message and "[sources.'a\\nb']: driver" in raised.value.message
