@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,16 +90,23 @@ def test_a_spawn_that_fails_gives_the_thread_its_cpus_back():
     assert os.sched_getaffinity(0) == ours
 
 
-def test_the_idle_fast_paths_early_codex_runs_on_one_cpu_and_is_adopted(tmp_path, monkeypatch):
+def early_child(tmp_path: Path, monkeypatch) -> tuple[Any, int]:
+    """A primed world whose home then changed, and the pid of the Codex the idle fast
+    path started early for it (as `agentctl sync` would)."""
     world = steady_world(tmp_path)
     world.prime()
     append_a_line(world)
     for name, value in world.env().items():
         monkeypatch.setenv(name, value)
-    ours = os.sched_getaffinity(0)
     assert start_changed_homes([], os.environ) == 1
+    (early_pid,) = codex_early.pid_of_started()
+    return world, early_pid
+
+
+def test_the_idle_fast_paths_early_codex_runs_on_one_cpu_and_is_adopted(tmp_path, monkeypatch):
+    ours = os.sched_getaffinity(0)
+    world, early_pid = early_child(tmp_path, monkeypatch)
     try:
-        (early_pid,) = codex_early.pid_of_started()
         assert all(len(each) == 1 and each <= ours for each in thread_cpus(early_pid))
         config = world.source.model_copy(update={"codex_bin": str(world.wrapper)})
         driver = CodexAppServerDriver(config)
@@ -127,14 +135,8 @@ def test_agentctl_sync_starts_codex_on_one_cpu(tmp_path):
 
 
 def test_a_driver_that_may_run_prompts_does_not_take_the_early_confined_child(tmp_path, monkeypatch):
-    world = steady_world(tmp_path)
-    world.prime()
-    append_a_line(world)
-    for name, value in world.env().items():
-        monkeypatch.setenv(name, value)
-    assert start_changed_homes([], os.environ) == 1
+    world, early_pid = early_child(tmp_path, monkeypatch)
     try:
-        (early_pid,) = codex_early.pid_of_started()
         driver = CodexAppServerDriver(world.source.model_copy(update={"codex_bin": str(world.wrapper)}))
         driver.start()  # not only collecting: a child on one CPU is not its
         try:
