@@ -82,6 +82,7 @@ class KeyIndex:
         self._lock = FileStoreLock(path, "", LOCK_NAME) if enabled else None
         self._guard = threading.RLock()
         self.deferred = False
+        self._writer: str | None = None  # whose fresh rows go in meanwhile
         # by key alone: a key written into any space after it was asked is noted there
         self._asked: set[str | bytes] = set()
         self._filled = not enabled  # documents had rows: this handle never defers again
@@ -96,12 +97,13 @@ class KeyIndex:
                 self._lock._give()
 
     @contextlib.contextmanager
-    def deferring(self, conn: sqlite3.Connection, fresh: bool) -> Iterator[bool]:
+    def deferring(self, conn: sqlite3.Connection, writer: str | None) -> Iterator[bool]:
         """Inside a commit's write transaction: whether this handle writes without the
-        index, dropping it first when the commit is of fresh rows, `documents` is empty
-        and the lock is free. Should the transaction fail, the drop rolls back with it."""
+        index, dropping it first when the commit is of fresh rows (`writer` theirs, None
+        for any other), `documents` is empty and the lock is free. Should the
+        transaction fail, the drop rolls back with it."""
         with self._guard:
-            began = fresh and self._begin(conn)
+            began = writer is not None and self._begin(conn, writer)
             try:
                 yield self.deferred
             except BaseException:
@@ -110,7 +112,12 @@ class KeyIndex:
                     self._lock._give()  # type: ignore[union-attr]
                 raise
 
-    def _begin(self, conn: sqlite3.Connection) -> bool:
+    def accepts(self, writer: str) -> bool:
+        """Whether fresh rows of `writer` go in without the index: those of the writer
+        that began it (another's may meet its cells: the rules decide, with the index)."""
+        return not self.deferred or writer == self._writer
+
+    def _begin(self, conn: sqlite3.Connection, writer: str) -> bool:
         if self.deferred or self._filled:
             return False
         assert self._lock is not None
@@ -122,7 +129,7 @@ class KeyIndex:
             self._asked.clear()
             return False
         conn.execute(f"DROP INDEX {KEY_INDEX}")
-        self.deferred = True
+        self.deferred, self._writer = True, writer
         return True
 
     def end(self, conn: sqlite3.Connection) -> None:

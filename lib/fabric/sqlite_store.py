@@ -364,9 +364,10 @@ class SQLiteStore(Store):
         new_labels: dict[Labels, int] = {}
         key_index = self._key_index
         with self._connection() as conn:
-            if fresh is None:  # the rules' path reads rows and upserts: the index first
+            if fresh is None or not key_index.accepts(plan.writer):  # the rules' path: the index first
                 key_index.end(conn)
-            with write_transaction(conn), key_index.deferring(conn, fresh is not None) as deferring:
+            writer = plan.writer if fresh is not None else None
+            with write_transaction(conn), key_index.deferring(conn, writer) as deferring:
                 if not deferring and not index_present(conn):
                     raise _KeyIndexAbsent()
                 seq = self._write_rows(conn, plan, fresh, new_labels)

@@ -1,0 +1,175 @@
+"""A first sync into an empty SQLite store writes its rows without the key index and
+builds it once at the end (sqlite_key_index.py): the index is absent while the fresh
+rows go in and there after `finish_fresh_rows`; every read meanwhile is answered right,
+from this handle and from another; another writer waits for it; the rules decide any
+commit that is not the run's own fresh rows; a file left without the index is repaired
+when it is next opened."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lib.fabric.sqlite_schema import KEY_INDEX
+from lib.fabric.sqlite_store import SQLiteStore
+from lib.fabric.store import Labels
+from lib.fabric.store_errors import StoreBusy, WriteDenied
+from tests.fabric.store_contract import ME, SPACE, put, value_of
+
+OTHER = "did:key:z6MkKeyIndexOther"
+
+
+def _fresh(store: SQLiteStore, cells: dict[str, object], *, writer: str = ME, labels: Labels | None = None) -> int:
+    with store.transaction(SPACE, writer) as tx:
+        tx.expect_new_cells()
+        for cell_id, value in cells.items():
+            tx.write(cell_id, value, labels)
+        return tx.commit()
+
+
+def _has_index(path: Path) -> bool:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (KEY_INDEX,)).fetchone() is not None
+
+
+def _index_rows(path: Path) -> tuple[int, int, str]:
+    """(rows, distinct keys, integrity check) of the file."""
+    with sqlite3.connect(path) as conn:
+        rows, keys = conn.execute("SELECT count(*), count(DISTINCT space_id || ':' || hex(cell_id)) FROM documents").fetchone()
+        return rows, keys, conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def test_a_first_run_writes_without_the_key_index_and_builds_it_once_at_the_end(tmp_path):
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        assert _has_index(path)
+        # the roots asked before, as graph_batch.py asks them
+        assert store.existing(SPACE, ["of:r1", "of:r2"], roots=True) == set()
+        seq = _fresh(store, {"of:c1": 1, "of:r1": {"root": 1}})
+        assert not _has_index(path) and store.writes_alone(SPACE)
+        assert store.existing(SPACE, ["of:r1", "of:r2"], roots=True) == {"of:r1"}
+        _fresh(store, {"of:c2": 2, "of:r2": {"root": 2}})
+        assert store.existing(SPACE, ["of:r1", "of:r2", "of:r3"], roots=True) == {"of:r1", "of:r2"}
+        assert not _has_index(path)
+        store.finish_fresh_rows(SPACE)
+        assert _has_index(path) and not store.writes_alone(SPACE)
+        assert store.read(SPACE, "of:c1").seq == seq and value_of(store, "of:r2") == {"root": 2}
+        assert store.existing(SPACE, ["of:c1", "of:c2", "of:r1", "of:x"]) == {"of:c1", "of:c2", "of:r1"}
+        assert _index_rows(path) == (4, 4, "ok")
+        # a second run into a store with rows keeps its index throughout
+        _fresh(store, {"of:c3": 3})
+        assert _has_index(path)
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT count(*) FROM fresh_roots").fetchone() == (0,)
+
+
+def test_a_store_with_rows_never_drops_its_key_index(tmp_path):
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        put(store, "of:before", 0)
+    with SQLiteStore(path) as store:
+        _fresh(store, {f"of:c{i}": i for i in range(50)})
+        assert _has_index(path) and not store.writes_alone(SPACE)
+
+
+def test_a_read_by_cell_id_of_the_writing_handle_builds_the_index_first(tmp_path):
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        _fresh(store, {"of:a": 1, "of:b": 2})
+        assert not _has_index(path)
+        assert value_of(store, "of:b") == 2
+        assert _has_index(path)
+        _fresh(store, {"of:c": 3})  # its run is over: the index stays
+        assert _has_index(path)
+    for read in (lambda s: s.existing(SPACE, ["of:a"]), lambda s: s.read_many(SPACE, ["of:a"]),
+                 lambda s: s.read(SPACE, "of:zz")):
+        other = tmp_path / f"g{id(read)}.db"
+        with SQLiteStore(other) as store:
+            _fresh(store, {"of:a": 1})
+            read(store)
+            assert _has_index(other)
+
+
+def test_another_handle_reads_right_while_the_index_is_absent_and_its_writes_wait(tmp_path):
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as writer:
+        _fresh(writer, {"of:a": {"n": 1}, "of:b": {"n": 2}})
+        with SQLiteStore(path, busy_timeout=0.2) as reader:  # opening it leaves the live writer's index alone
+            assert not _has_index(path)
+            assert value_of(reader, "of:a") == {"n": 1} and reader.read(SPACE, "of:none") is None
+            assert reader.existing(SPACE, ["of:a", "of:b", "of:c"]) == {"of:a", "of:b"}
+            assert reader.existing(SPACE, ["of:a", "of:c"], roots=True) == {"of:a"}
+            assert [c for c, _ in reader.changes_since(SPACE, 0)] == ["of:a", "of:b"]
+            with pytest.raises(StoreBusy, match="first sync"):
+                put(reader, "of:theirs", 1)
+            with pytest.raises(StoreBusy):
+                _fresh(reader, {"of:new": 1})
+            assert not _has_index(path)
+            writer.finish_fresh_rows(SPACE)
+            put(reader, "of:theirs", 1)
+            assert value_of(writer, "of:theirs") == 1
+    assert _index_rows(path) == (3, 3, "ok")
+
+
+def test_another_writers_fresh_rows_meeting_the_runs_cells_take_the_rules(tmp_path):
+    """The run's own fresh rows go in unread; another writer's, on the same handle, end
+    the run first, so the rules see the cell it meets (WriteDenied, nothing written)."""
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        _fresh(store, {"of:m": "mine", "of:n": 1}, labels=Labels((ME,), (ME,)))
+        assert not _has_index(path)
+        with pytest.raises(WriteDenied):
+            _fresh(store, {"of:x": 1, "of:m": "forged"}, writer=OTHER)
+        assert _has_index(path)
+        assert value_of(store, "of:m") == "mine" and store.read(SPACE, "of:x") is None
+        assert _index_rows(path) == (2, 2, "ok")
+
+
+def test_the_rules_path_of_the_writing_handle_builds_the_index_and_upserts(tmp_path):
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        _fresh(store, {"of:a": 1})
+        put(store, "of:a", 2)  # a rewrite: the UPSERT needs the unique index
+        assert _has_index(path) and value_of(store, "of:a") == 2
+        assert _index_rows(path) == (1, 1, "ok")
+
+
+def test_closing_the_writing_handle_builds_the_index(tmp_path):
+    path = tmp_path / "f.db"
+    store = SQLiteStore(path)
+    _fresh(store, {"of:a": 1})
+    assert not _has_index(path)
+    store.close()
+    assert _has_index(path)
+
+
+def _left_without_index(path: Path, duplicate: bool) -> None:
+    """The file a writer killed during its run leaves: rows, no key index, and (as only a
+    broken writer could) a key twice, its later row the newer."""
+    with SQLiteStore(path) as store:
+        _fresh(store, {"of:a": {"v": "old"}, "of:b": 2})
+        # as if the process died here: nothing built, its lock gone with it
+        store._key_index.deferred = False
+        store._key_index._lock._give()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (KEY_INDEX,)).fetchone() is None
+        if duplicate:
+            conn.execute("INSERT INTO documents (space_id, cell_id, seq, labels_id, value) "
+                         "SELECT space_id, cell_id, seq + 1, labels_id, '{\"v\":\"new\"}' FROM documents "
+                         "WHERE cell_id = 'of:a'")
+            conn.commit()
+
+
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_a_file_left_without_the_key_index_is_repaired_when_opened(tmp_path, duplicate):
+    path = tmp_path / "f.db"
+    _left_without_index(path, duplicate)
+    with SQLiteStore(path) as store:
+        assert _has_index(path)  # before anything reads or writes
+        assert value_of(store, "of:a") == ({"v": "new"} if duplicate else {"v": "old"})
+        assert value_of(store, "of:b") == 2
+        put(store, "of:b", 3)
+        assert value_of(store, "of:b") == 3
+    assert _index_rows(path) == (2, 2, "ok")
