@@ -11,9 +11,12 @@ without the index, and the index built once in one sorted pass, cost a fraction.
 The rules (sqlite_store.py applies them):
 
 - Who defers: a handle whose commit of fresh rows (sqlite_rows_out.fresh_writes) finds
-  the `documents` table empty takes the key-index lock (a lock file beside the
-  database) without waiting and drops the index in the transaction that inserts those
-  rows. Until it builds the index again it is the only writer of `documents`.
+  the `documents` table empty but for one first commit of a few rows in a space (a
+  target's opening writes its index roots) takes the key-index lock (a lock file beside
+  the database) without waiting and drops the index in the transaction that inserts
+  those rows. Until it builds the index again it is the only writer of `documents`; the
+  rows there before are noted (`fresh_roots`, and a fresh row meeting one is RowExists,
+  as with the index).
 - When it builds it (`build`: one sorted pass, in one transaction): at
   `Store.finish_fresh_rows` (GraphBatch.flush: after the last batch, before any index
   is committed), before any other commit of its own that is not fresh rows, before a
@@ -36,8 +39,9 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from lib.fabric.cell_keys import cell
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.sqlite_connections import write_transaction
 from lib.fabric.sqlite_schema import KEY_INDEX
@@ -85,7 +89,8 @@ class KeyIndex:
         self._writer: str | None = None  # whose fresh rows go in meanwhile
         # by key alone: a key written into any space after it was asked is noted there
         self._asked: set[str | bytes] = set()
-        self._filled = not enabled  # documents had rows: this handle never defers again
+        self._filled = not enabled  # documents held more than a first commit: never deferred
+        self._before: set[tuple[int, str]] = set()  # (space id, cell ID) of the rows there before
 
     def open(self, conn: sqlite3.Connection) -> None:
         """At open: build an index a dead writer left out; one a live writer defers is
@@ -112,6 +117,11 @@ class KeyIndex:
                     self._lock._give()  # type: ignore[union-attr]
                 raise
 
+    def meets_before(self, space_id: int, cell_ids: Mapping[str, object]) -> bool:
+        """Whether fresh rows (by cell ID) meet a row that was there before this handle
+        dropped the index: SQLite cannot tell without it, so the store does (RowExists)."""
+        return self.deferred and any(s == space_id and c in cell_ids for s, c in self._before)
+
     def accepts(self, writer: str) -> bool:
         """Whether fresh rows of `writer` go in without the index: those of the writer
         that began it (another's may meet its cells: the rules decide, with the index)."""
@@ -128,6 +138,12 @@ class KeyIndex:
             self._filled = True
             self._asked.clear()
             return False
+        # the rows of the store's first commit (a target's index roots): its roots as far
+        # as `existing` is concerned, and a fresh row meeting one takes the rules' path
+        before = conn.execute("SELECT space_id, cell_id, value IS NOT NULL FROM documents").fetchall()
+        self._before = {(space_id, cell(k)) for space_id, k, _ in before}
+        conn.executemany("INSERT OR IGNORE INTO fresh_roots (space_id, cell_id) VALUES (?, ?)",
+                         [(space_id, k) for space_id, k, live in before if live])
         conn.execute(f"DROP INDEX {KEY_INDEX}")
         self.deferred, self._writer = True, writer
         return True
@@ -143,6 +159,7 @@ class KeyIndex:
             self.deferred = False
             self._filled = True
             self._asked.clear()
+            self._before.clear()
             self._lock._give()  # type: ignore[union-attr]
 
     def wait_for_writer(self, conn: sqlite3.Connection, timeout: float) -> bool:
@@ -197,8 +214,16 @@ class KeyIndex:
                          ((space_id, k) for k in roots))
 
 
+FIRST_COMMIT_ROWS = 16  # rows a store may hold and still be written as empty (its index roots)
+
+
 def _filled(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is not None
+    """Whether `documents` holds more than one commit of a few rows in each space (what a
+    target's opening writes: its index roots, seq 1): then the key index stays."""
+    count, top = conn.execute(
+        f"SELECT count(*), max(seq) FROM (SELECT seq FROM documents LIMIT {FIRST_COMMIT_ROWS + 1})"
+    ).fetchone()
+    return count > FIRST_COMMIT_ROWS or (top or 0) > 1
 
 
 def _fresh_roots(conn: sqlite3.Connection, space_id: int, keys: list[str | bytes]) -> set[str | bytes]:

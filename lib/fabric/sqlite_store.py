@@ -383,6 +383,8 @@ class SQLiteStore(Store):
         (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
         if fresh is not None:
+            if self._key_index.meets_before(space_id, plan.ops):
+                raise RowExists()
             self._key_index.written(conn, space_id, rows_out.insert_fresh(fresh))
         else:
             rows = self._rows(conn, space_id, plan.cells())

@@ -65,13 +65,37 @@ def test_a_first_run_writes_without_the_key_index_and_builds_it_once_at_the_end(
             assert conn.execute("SELECT count(*) FROM fresh_roots").fetchone() == (0,)
 
 
-def test_a_store_with_rows_never_drops_its_key_index(tmp_path):
+@pytest.mark.parametrize("before", ["two commits", "many rows"])
+def test_a_store_with_more_than_a_first_commit_never_drops_its_key_index(tmp_path, before):
     path = tmp_path / "f.db"
     with SQLiteStore(path) as store:
-        put(store, "of:before", 0)
+        if before == "two commits":
+            put(store, "of:before", 0)
+            put(store, "of:after", 1)
+        else:
+            put(store, "of:roots", 0)
+            _fresh(store, {f"of:r{i}": i for i in range(17)})
     with SQLiteStore(path) as store:
         _fresh(store, {f"of:c{i}": i for i in range(50)})
         assert _has_index(path) and not store.writes_alone(SPACE)
+
+
+def test_the_rows_of_a_first_commit_are_found_and_met_while_the_index_is_absent(tmp_path):
+    """A target's opening commits its index roots first: the run defers the index all
+    the same, `existing` finds those rows, and a fresh row meeting one takes the rules."""
+    path = tmp_path / "f.db"
+    with SQLiteStore(path) as store:
+        with store.transaction(SPACE, ME) as tx:
+            tx.write("of:root1", {"i": 1})
+            tx.write("of:gone", 0)
+            tx.commit()
+    with SQLiteStore(path) as store:
+        _fresh(store, {"of:a": 1})
+        assert not _has_index(path)
+        assert store.existing(SPACE, ["of:root1", "of:a", "of:b"], roots=True) == {"of:root1"}
+        _fresh(store, {"of:b": 2, "of:root1": {"i": 2}})  # meets a row there before: the rules' path
+        assert _has_index(path) and value_of(store, "of:root1") == {"i": 2} and value_of(store, "of:b") == 2
+    assert _index_rows(path) == (4, 4, "ok")
 
 
 def test_a_read_by_cell_id_of_the_writing_handle_builds_the_index_first(tmp_path):
