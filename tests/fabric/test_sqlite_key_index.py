@@ -197,3 +197,77 @@ def test_a_file_left_without_the_key_index_is_repaired_when_opened(tmp_path, dup
         put(store, "of:b", 3)
         assert value_of(store, "of:b") == 3
     assert _index_rows(path) == (2, 2, "ok")
+
+
+def test_a_first_publication_writes_its_graphs_and_early_rows_without_the_index_and_builds_it_at_the_commit(
+    tmp_path, monkeypatch
+):
+    """Graph batches and the early index rows' groups (fresh rows: their keys new to a
+    store this run writes alone) go in without the key index; it is built once, at the
+    commit's flush, before the index links anything; the index read back is whole."""
+    import lib.fabric.graph_batch as graph_batch
+    import lib.fabric.index_store as index_store
+    from tests.fabric.target_helpers import descriptor, make_env, prepared, rows, snapshot
+    from tests.fabric.test_target_crash import _assert_no_document_links_a_missing_cell
+
+    monkeypatch.setattr(index_store, "ROW_BATCH", 2)
+    monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
+    env = make_env(tmp_path)
+    target = env.target()
+    path = tmp_path / "fabric.db"
+    source = descriptor()
+    with target.publication() as pub:
+        pub.begin_source(source, None)
+        for n in range(7):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        assert not _has_index(path) and target.store.writes_alone(target.space)
+        written_early = len(pub._early)
+        pub.end_source(None, source.id)
+        summary = pub.commit()
+    assert written_early >= 4  # groups of two rows, written as their graphs were committed
+    assert _has_index(path) and not target.store.writes_alone(target.space)
+    assert summary.session_count == 7 and sorted(rows(target)) == [f"codex/s{n}" for n in range(7)]
+    assert _assert_no_document_links_a_missing_cell(target) > 0
+    count, keys, integrity = _index_rows(path)
+    assert count == keys and integrity == "ok"
+
+
+_READER = """
+import json, sys
+from lib.fabric.sqlite_store import SQLiteStore
+from lib.fabric.store_errors import StoreBusy
+space = sys.argv[2]
+with SQLiteStore(sys.argv[1], busy_timeout=0.2) as store:
+    out = {"a": store.read(space, "of:a").value, "none": store.read(space, "of:none"),
+           "existing": sorted(store.existing(space, ["of:a", "of:b", "of:c"]))}
+    try:
+        with store.transaction(space, sys.argv[3]) as tx:
+            tx.write("of:theirs", 1)
+            tx.commit()
+        out["write"] = "committed"
+    except StoreBusy as exc:
+        out["write"] = exc.code
+print(json.dumps(out))
+"""
+
+
+def test_another_process_reads_right_while_the_index_is_absent_and_its_write_waits(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "f.db"
+    repo = Path(__file__).resolve().parents[2]
+
+    def reader() -> dict:
+        done = subprocess.run([sys.executable, "-c", _READER, str(path), SPACE, ME], cwd=repo,
+                              capture_output=True, text=True, timeout=120, check=True)
+        return json.loads(done.stdout)
+
+    with SQLiteStore(path) as writer:
+        _fresh(writer, {"of:a": {"n": 1}, "of:b": {"n": 2}})
+        assert reader() == {"a": {"n": 1}, "none": None, "existing": ["of:a", "of:b"], "write": "store-busy"}
+        assert not _has_index(path)  # the reader's open left the live writer's run alone
+        writer.finish_fresh_rows(SPACE)
+        assert reader()["write"] == "committed"
+        assert value_of(writer, "of:theirs") == 1
