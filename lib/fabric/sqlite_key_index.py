@@ -45,6 +45,7 @@ from lib.fabric.cell_keys import cell
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.sqlite_connections import write_transaction
 from lib.fabric.sqlite_schema import KEY_INDEX
+from lib.fabric.store_errors import StoreBusy
 
 LOCK_NAME = "key-index"
 _CREATE = f"CREATE UNIQUE INDEX {KEY_INDEX} ON documents (space_id, cell_id)"
@@ -73,6 +74,10 @@ def build(conn: sqlite3.Connection) -> None:
             conn.execute(_DEDUPLICATE)
             conn.execute(_CREATE)
         conn.execute("DELETE FROM fresh_roots")
+
+
+class KeyIndexAbsent(Exception):
+    """Another handle is writing without the key index: this commit waits for it."""
 
 
 class KeyIndex:
@@ -162,18 +167,27 @@ class KeyIndex:
             self._before.clear()
             self._lock._give()  # type: ignore[union-attr]
 
-    def wait_for_writer(self, conn: sqlite3.Connection, timeout: float) -> bool:
-        """Another handle's commit found the index absent (outside its transaction):
-        wait for the deferring writer's lock, build the index if still absent. False
-        when the writer kept it past `timeout`."""
-        assert self._lock is not None
-        if not self._lock._take(timeout):
-            return False
-        try:
-            build(conn)
-        finally:
-            self._lock._give()
-        return True
+    def after_other_writer(
+        self, commit: Callable[[], int], connection: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
+        timeout: float, path: str,
+    ) -> int:
+        """`commit()`; when it finds the index absent (KeyIndexAbsent, rolled back):
+        wait for the deferring writer's lock, build the index if still absent (its writer
+        died), and commit again. StoreBusy when the writer keeps it past `timeout`."""
+        while True:
+            try:
+                return commit()
+            except KeyIndexAbsent:
+                pass
+            assert self._lock is not None
+            if not self._lock._take(timeout):
+                raise StoreBusy("store-busy", f"store {path} is busy with a first sync, which held its key "
+                                f"index for more than {timeout:g} s; try again when it has finished")
+            try:
+                with connection() as conn:
+                    build(conn)
+            finally:
+                self._lock._give()
 
     # the roots asked while deferred (or before: the first batch's)
 

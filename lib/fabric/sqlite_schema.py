@@ -29,7 +29,20 @@ from lib.fabric import cell_keys
 SCHEMA_VERSION = 3
 KEY_INDEX = "documents_by_cell"  # the documents' unique key (space_id, cell_id)
 
-SCHEMA = """
+# value: TEXT or BLOB (stored_values.py), last: reading the columns before it never loads it
+_DOCUMENT_COLUMNS = """
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    cell_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    labels_id INTEGER NOT NULL REFERENCES labels (id),
+    value"""
+_FRESH_ROOTS = """CREATE TABLE IF NOT EXISTS fresh_roots (
+    space_id INTEGER NOT NULL,
+    cell_id NOT NULL,
+    PRIMARY KEY (space_id, cell_id)
+) WITHOUT ROWID"""
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spaces (
     id INTEGER PRIMARY KEY,
@@ -40,20 +53,10 @@ CREATE TABLE IF NOT EXISTS labels (
     id INTEGER PRIMARY KEY,
     json TEXT NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels_id INTEGER NOT NULL REFERENCES labels (id),
-    value  -- TEXT or BLOB (stored_values.py), last: reading the columns before it never loads it
-);
+CREATE TABLE IF NOT EXISTS documents ({_DOCUMENT_COLUMNS});
 CREATE UNIQUE INDEX IF NOT EXISTS documents_by_cell ON documents (space_id, cell_id);
 CREATE INDEX IF NOT EXISTS documents_by_seq ON documents (space_id, seq);
-CREATE TABLE IF NOT EXISTS fresh_roots (
-    space_id INTEGER NOT NULL,
-    cell_id NOT NULL,
-    PRIMARY KEY (space_id, cell_id)
-) WITHOUT ROWID;
+{_FRESH_ROOTS};
 CREATE TABLE IF NOT EXISTS sequences (
     space_id INTEGER NOT NULL REFERENCES spaces (id),
     name TEXT NOT NULL,
@@ -97,17 +100,12 @@ UPSERT = (
 
 # Version 1 -> 2: the labels JSON of every row moves to the labels table; the rows are
 # copied into the new documents table (SQLite cannot change a column in place).
-_FROM_1 = """
+_FROM_1 = f"""
 CREATE TABLE labels (id INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE);
 INSERT OR IGNORE INTO labels (json) SELECT DISTINCT labels FROM documents;
 ALTER TABLE documents RENAME TO documents_v1;
 DROP INDEX IF EXISTS documents_by_seq;
-CREATE TABLE documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels_id INTEGER NOT NULL REFERENCES labels (id),
-    value,
+CREATE TABLE documents ({_DOCUMENT_COLUMNS},
     PRIMARY KEY (space_id, cell_id)
 );
 INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
@@ -120,26 +118,16 @@ UPDATE meta SET value = '2' WHERE key = 'schemaVersion'
 
 # Version 2 -> 3: the key becomes the named index (the inline primary key cannot be
 # dropped, so the rows are copied, in key order: the new index is written in one pass).
-_FROM_2 = """
+_FROM_2 = f"""
 ALTER TABLE documents RENAME TO documents_v2;
 DROP INDEX IF EXISTS documents_by_seq;
-CREATE TABLE documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels_id INTEGER NOT NULL REFERENCES labels (id),
-    value
-);
+CREATE TABLE documents ({_DOCUMENT_COLUMNS});
 INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
     SELECT space_id, cell_id, seq, labels_id, value FROM documents_v2 ORDER BY space_id, cell_id;
 DROP TABLE documents_v2;
 CREATE UNIQUE INDEX documents_by_cell ON documents (space_id, cell_id);
 CREATE INDEX documents_by_seq ON documents (space_id, seq);
-CREATE TABLE fresh_roots (
-    space_id INTEGER NOT NULL,
-    cell_id NOT NULL,
-    PRIMARY KEY (space_id, cell_id)
-) WITHOUT ROWID;
+{_FRESH_ROOTS};
 UPDATE meta SET value = '3' WHERE key = 'schemaVersion'
 """
 

@@ -32,23 +32,24 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import stored_values, value_decoding
 from lib.fabric.cell_keys import cell, key, keys
-from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
+from lib.fabric.commit_rules import CommitPlan, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_connections import connect, failure, initialize, write_transaction
 from lib.fabric.sqlite_files import private_database_files
-from lib.fabric.sqlite_key_index import KeyIndex, index_present
+from lib.fabric.sqlite_key_index import KeyIndex, KeyIndexAbsent, index_present
 from lib.fabric.sqlite_labels import LabelRows
+from lib.fabric.sqlite_rows_in import rows_of, text_loader
 from lib.fabric.sqlite_rows_out import RowExists, RowsOut, fresh_writes
 from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
-from lib.fabric.store_errors import StoreBusy, StoreError
+from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 from lib.fabric.thread_connections import ThreadConnections
 
@@ -346,17 +347,10 @@ class SQLiteStore(Store):
         return self._commit_keyed(plan, None)
 
     def _commit_keyed(self, plan: CommitPlan, fresh: list[RowWrite] | None) -> int:
-        """`_commit_rows` once the key index is there or this handle defers it: a commit
-        that finds another writer deferring it waits for that writer (sqlite_key_index.py)."""
-        while True:
-            try:
-                return self._commit_rows(plan, fresh)
-            except _KeyIndexAbsent:
-                with self._connection() as conn:
-                    if not self._key_index.wait_for_writer(conn, self._busy_timeout):
-                        raise StoreBusy("store-busy", f"store {self._path} is busy with a first sync, which "
-                                        f"held its key index for more than {self._busy_timeout:g} s; try again "
-                                        "when it has finished") from None
+        """`_commit_rows`, once another handle's first sync (if one is writing without
+        the key index) is over: sqlite_key_index.py."""
+        return self._key_index.after_other_writer(lambda: self._commit_rows(plan, fresh), self._connection,
+                                                  self._busy_timeout, self._path)
 
     def _commit_rows(self, plan: CommitPlan, fresh: list[RowWrite] | None) -> int:
         """Write the plan: `fresh`, its rows if none exists (RowExists, and the
@@ -369,30 +363,23 @@ class SQLiteStore(Store):
             writer = plan.writer if fresh is not None else None
             with write_transaction(conn), key_index.deferring(conn, writer) as deferring:
                 if not deferring and not index_present(conn):
-                    raise _KeyIndexAbsent()
-                seq = self._write_rows(conn, plan, fresh, new_labels)
+                    raise KeyIndexAbsent()
+                space_id = self._space_id(conn, plan.space, create=True)
+                assert space_id is not None
+                (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
+                rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
+                if fresh is not None:
+                    if key_index.meets_before(space_id, plan.ops):
+                        raise RowExists()
+                    key_index.written(conn, space_id, rows_out.insert_fresh(fresh))
+                else:
+                    rows = rows_of(conn, self._labels, space_id, plan.cells())
+                    writes = resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
+                    if not writes:
+                        return head
+                    rows_out.write(UPSERT, writes)
+                conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
         self._labels.committed(new_labels)
-        return seq
-
-    def _write_rows(
-        self, conn: sqlite3.Connection, plan: CommitPlan, fresh: list[RowWrite] | None, new_labels: dict[Labels, int]
-    ) -> int:
-        """The plan's rows and the space's head, in the caller's write transaction."""
-        space_id = self._space_id(conn, plan.space, create=True)
-        assert space_id is not None
-        (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
-        rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
-        if fresh is not None:
-            if self._key_index.meets_before(space_id, plan.ops):
-                raise RowExists()
-            self._key_index.written(conn, space_id, rows_out.insert_fresh(fresh))
-        else:
-            rows = self._rows(conn, space_id, plan.cells())
-            writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
-            if not writes:
-                return head
-            rows_out.write(UPSERT, writes)
-        conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
         return head + 1
 
     def _check(self, plan: CommitPlan) -> int:
@@ -403,42 +390,12 @@ class SQLiteStore(Store):
         with self._connection() as conn, write_transaction(conn, "BEGIN"):
             space_id = self._space_id(conn, plan.space)
             if space_id is None:  # nothing was ever written: every read saw version 0
-                resolve_commit(plan, {}, _text_loader(conn, -1, plan.space))
+                resolve_commit(plan, {}, text_loader(conn, -1, plan.space))
                 return 0
-            rows = self._rows(conn, space_id, plan.cells())
-            resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
+            rows = rows_of(conn, self._labels, space_id, plan.cells())
+            resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         return head
-
-    def _rows(self, conn: sqlite3.Connection, space_id: int, cells: set[str]) -> dict[str, Row]:
-        ids = list(cells)
-        rows: dict[str, Row] = {}
-        for start in range(0, len(ids), _BATCH):
-            batch = ids[start : start + _BATCH]
-            for stored_id, seq, labels_id, live in conn.execute(
-                "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
-                f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *keys(batch)),
-            ).fetchall():
-                rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
-        return rows
-
-
-def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callable[[str], str]:
-    """The fvj1 text of a live cell, for resolve_commit's patches and hash checks."""
-
-    def load_text(cell_id: str) -> str:
-        (stored,) = conn.execute(
-            "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
-            (space_id, key(cell_id)),
-        ).fetchone()
-        return stored_values.decode(stored, space)
-
-    return load_text
-
-
-class _KeyIndexAbsent(Exception):
-    """Another handle is writing without the key index: this commit waits for it."""
 
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:

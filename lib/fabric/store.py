@@ -222,6 +222,7 @@ class Store(abc.ABC):
         """After a run's last graph batch, before anything links its cells: a store that
         wrote them without its key index builds it now (sqlite_key_index.py). This
         default does nothing."""
+        return None
 
     def writes_alone(self, space: str) -> bool:
         """Whether this handle is, until `finish_fresh_rows`, the only writer of a store

@@ -139,6 +139,23 @@ print("committed", flush=True)
 """
 
 
+def _killed_after_two_batches(tmp_path: Path, count: int) -> None:
+    """_CHILD publishing `count` sessions into tmp_path's store, three a batch, killed
+    with SIGKILL once two batches are committed and a third is staged."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for _ in range(7):
+        assert child.stdout.readline().startswith("published")
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(GUARD)
+    assert child.returncode == -signal.SIGKILL
+
+
 def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_prior_indexes_whole(
     tmp_path: Path,
 ) -> None:
@@ -149,18 +166,7 @@ def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_pri
     publish(target, descriptor(), [snapshot(n, messages=3) for n in names])
     generation = index(target)["generation"]
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    for _ in range(7):  # two batches of three sessions are committed, a third is staged
-        assert child.stdout.readline().startswith("published")
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    _killed_after_two_batches(tmp_path, count)
 
     assert index(target)["generation"] == generation
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 3 for n in names}
@@ -184,18 +190,7 @@ def test_a_first_publisher_killed_among_its_session_graphs_leaves_a_store_the_ne
     or writes, and the next publication completes the work."""
     count = 24
     names = [f"s{i}" for i in range(count)]
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    for _ in range(7):  # two batches of three sessions are committed, a third is staged
-        assert child.stdout.readline().startswith("published")
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    _killed_after_two_batches(tmp_path, count)
 
     def key_index() -> list[tuple[str]]:
         conn = sqlite3.connect(tmp_path / "fabric.db")
