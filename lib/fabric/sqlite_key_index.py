@@ -112,15 +112,17 @@ class KeyIndex:
         index, dropping it first when the commit is of fresh rows (`writer` theirs, None
         for any other), `documents` is empty and the lock is free. Should the
         transaction fail, the drop rolls back with it."""
-        with self._guard:
+        with self._guard:  # not held through the commit: `existing` runs beside it
             began = writer is not None and self._begin(conn, writer)
-            try:
-                yield self.deferred
-            except BaseException:
-                if began:
+            deferred = self.deferred
+        try:
+            yield deferred
+        except BaseException:
+            if began:
+                with self._guard:
                     self.deferred = False
                     self._lock._give()  # type: ignore[union-attr]
-                raise
+            raise
 
     def meets_before(self, space_id: int, cell_ids: Mapping[str, object]) -> bool:
         """Whether fresh rows (by cell ID) meet a row that was there before this handle
