@@ -271,3 +271,39 @@ def test_another_process_reads_right_while_the_index_is_absent_and_its_write_wai
         writer.finish_fresh_rows(SPACE)
         assert reader()["write"] == "committed"
         assert value_of(writer, "of:theirs") == 1
+
+
+def test_existing_roots_is_answered_while_a_batch_of_the_run_is_being_committed(tmp_path, monkeypatch):
+    """The main thread asks for roots while the batch worker commits the batch before:
+    the answer does not wait for that commit (it sees what was committed)."""
+    import threading
+
+    from lib.fabric.sqlite_rows_out import RowsOut
+
+    with SQLiteStore(tmp_path / "f.db") as store:
+        assert store.existing(SPACE, ["of:r1", "of:r2"], roots=True) == set()
+        _fresh(store, {"of:r1": 1})
+        inside, release = threading.Event(), threading.Event()
+        insert = RowsOut.insert_fresh
+
+        def held_open(self, writes):
+            keys = insert(self, writes)
+            inside.set()
+            release.wait(60)
+            return keys
+
+        monkeypatch.setattr(RowsOut, "insert_fresh", held_open)
+        commit = threading.Thread(target=_fresh, args=(store, {"of:r2": 2}))
+        commit.start()
+        try:
+            assert inside.wait(60)
+            answers: list[set[str]] = []
+            asking = threading.Thread(target=lambda: answers.append(
+                store.existing(SPACE, ["of:r1", "of:r2"], roots=True)))
+            asking.start()
+            asking.join(60)
+            assert answers == [{"of:r1"}]  # answered with the commit still open
+        finally:
+            release.set()
+            commit.join(60)
+        assert store.existing(SPACE, ["of:r1", "of:r2"], roots=True) == {"of:r1", "of:r2"}
