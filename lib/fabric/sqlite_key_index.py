@@ -63,17 +63,22 @@ def index_present(conn: sqlite3.Connection) -> bool:
 
 
 def build(conn: sqlite3.Connection) -> None:
-    """Build the key index in one transaction (the caller holds the key-index lock);
-    duplicate keys first keep their last row. Nothing when it is there."""
+    """Build the key index in one transaction (the caller holds the key-index lock)."""
     with write_transaction(conn):
-        if index_present(conn):
-            return
-        try:
-            conn.execute(_CREATE)
-        except sqlite3.IntegrityError:  # only a broken writer leaves two rows of one key
-            conn.execute(_DEDUPLICATE)
-            conn.execute(_CREATE)
-        conn.execute("DELETE FROM fresh_roots")
+        _build(conn)
+
+
+def _build(conn: sqlite3.Connection) -> None:
+    """In the caller's write transaction: the key index, duplicate keys first keeping
+    their last row; nothing when it is there."""
+    if index_present(conn):
+        return
+    try:
+        conn.execute(_CREATE)
+    except sqlite3.IntegrityError:  # only a broken writer leaves two rows of one key
+        conn.execute(_DEDUPLICATE)
+        conn.execute(_CREATE)
+    conn.execute("DELETE FROM fresh_roots")
 
 
 class KeyIndexAbsent(Exception):
@@ -159,15 +164,24 @@ class KeyIndex:
         """Build the index if this handle deferred it, and give the lock back."""
         if not self.deferred:
             return
+        # SQLite's write lock first, then the guard (a batch commit takes them in that
+        # order), held through the COMMIT: no one reads fresh_roots emptied meanwhile
+        conn.execute("BEGIN IMMEDIATE")
         with self._guard:
-            if not self.deferred:
-                return
-            build(conn)
-            self.deferred = False
-            self._filled = True
-            self._asked.clear()
-            self._before.clear()
-            self._lock._give()  # type: ignore[union-attr]
+            try:
+                deferred = self.deferred
+                if deferred:
+                    _build(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if deferred:
+                self.deferred = False
+                self._filled = True
+                self._asked.clear()
+                self._before.clear()
+                self._lock._give()  # type: ignore[union-attr]
 
     def after_other_writer(
         self, commit: Callable[[], int], connection: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
