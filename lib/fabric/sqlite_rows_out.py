@@ -12,6 +12,9 @@ rows, in a transaction of its own. So a first sync's graph batches skip reading 
 rows they write (3,000 cells a batch, all absent). Not a savepoint: SQLite copies each
 page first changed under one to a statement journal (a temp file): 200 MB more written
 in a 3,000-thread first sync.
+While a first sync writes an empty store without its key index (sqlite_key_index.py)
+no INSERT stops at an existing row: there the store itself knows which cells can exist
+(those it wrote, and the few rows there before, which raise RowExists before the insert).
 
 Those rows go to SQLite in one statement (sqlite_schema.INSERT_MANY, their bytes in a
 few bound parameters), so the connection releases the GIL once for the whole insert:
