@@ -90,9 +90,9 @@ class KeyIndex:
     roots asked absent meanwhile (until written: a batch or two of them)."""
 
     def __init__(self, path: str, *, enabled: bool = True) -> None:
-        self._enabled = enabled  # not for `:memory:`: one connection, nothing to gain
         # the lock file's own take and give: taken on the batch worker, given back on
-        # whichever thread builds the index (StoreLock ties a lock to its thread)
+        # whichever thread builds the index (StoreLock ties a lock to its thread); none
+        # for `:memory:` (one connection: nothing to gain)
         self._lock = FileStoreLock(path, "", LOCK_NAME) if enabled else None
         self._guard = threading.RLock()
         self.deferred = False
@@ -104,7 +104,7 @@ class KeyIndex:
 
     def open(self, conn: sqlite3.Connection) -> None:
         """At open: build an index a dead writer left out; one a live writer defers is
-        left to it (reads scan meanwhile, writes wait in `wait_for_writer`)."""
+        left to it (reads scan meanwhile, writes wait in `after_other_writer`)."""
         if self._lock is not None and not index_present(conn) and self._lock._take(0):
             try:
                 build(conn)
@@ -115,8 +115,8 @@ class KeyIndex:
     def deferring(self, conn: sqlite3.Connection, writer: str | None) -> Iterator[bool]:
         """Inside a commit's write transaction: whether this handle writes without the
         index, dropping it first when the commit is of fresh rows (`writer` theirs, None
-        for any other), `documents` is empty and the lock is free. Should the
-        transaction fail, the drop rolls back with it."""
+        for any other), `documents` holds no more than a first commit and the lock is
+        free. Should the transaction fail, the drop rolls back with it."""
         with self._guard:  # not held through the commit: `existing` runs beside it
             began = writer is not None and self._begin(conn, writer)
             deferred = self.deferred
