@@ -19,7 +19,10 @@ missing cell either. Without the publish lock two rules keep it so:
 - each transaction requires every cell it writes to be absent (a row cell's ID is
   keyed by the session, not content addressed: a cell that exists may be one another
   index links). If one exists, nothing of the group is written, and its rows are left
-  to the commit, which writes them under the lock as before;
+  to the commit, which writes them under the lock as before. Where the store says this
+  run writes it alone (`Store.writes_alone`: a first sync into an empty SQLite store,
+  its key index deferred, sqlite_key_index.py), a group none of whose keys was written
+  before has no cell that exists, and is inserted as fresh rows instead (no row read);
 - the commit links a cell written here only when the row it holds is the very row the
   commit publishes, the cell is not one the current roots link, and the cell's version
   is still the one written here (a publisher under the lock may have rewritten it and
@@ -118,8 +121,12 @@ class EarlyRows:
         ids = [cell for row in direct for cell in row.ids]
         texts = [text for row in direct for text in row.texts]
         background = target.store.batch_commits_release_gil()
-        # every cell required absent: a group that meets one commits nothing (its rows are the commit's)
-        self._sealed = (rows, direct, SealedWrite(target, ids, texts, background=background, require_absent=True))
+        # every cell required absent: a group that meets one commits nothing (its rows are
+        # the commit's); but where the store is written by this run alone, its cells are
+        # known absent (a row's cells are named by its key; none of these keys written
+        # before) and go in as fresh rows, on the worker, with no row read
+        fresh = target.store.writes_alone(target.space) and _new_keys(direct, self._written)
+        self._sealed = (rows, direct, SealedWrite(target, ids, texts, background=background, require_absent=not fresh))
         if not background:
             self._commit_sealed()
 
@@ -152,3 +159,9 @@ class EarlyRows:
 
     def __len__(self) -> int:
         return len(self._written)
+
+
+def _new_keys(direct: list[DirectRow], written: Mapping[str, object]) -> bool:
+    """Whether the rows' keys are distinct and none was written before."""
+    keys = {row.key for row in direct}
+    return len(keys) == len(direct) and keys.isdisjoint(written)

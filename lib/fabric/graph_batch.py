@@ -99,12 +99,21 @@ class GraphBatch:
             self._seal()
 
     def flush(self) -> None:
-        """Commit everything staged: the sealed batch, then the current one."""
+        """Commit everything staged: the sealed batch, then the current one; then the
+        store finishes what it deferred (`Store.finish_fresh_rows`: SQLite's key index,
+        built once), on the worker after whatever was handed to it before."""
         self._commit_sealed()
         if self._ids:
             self._sealed = self._sealed_write()
             self._commit_sealed()
         self._sessions = 0
+        store, space = self._target.store, self._target.space
+        if not store.writes_alone(space):
+            return
+        if store.batch_commits_release_gil():
+            batch_worker().submit(store.finish_fresh_rows, space).result()
+        else:
+            store.finish_fresh_rows(space)
 
     def discard(self) -> None:
         """Drop what is staged and sealed: nothing links it yet. A sealed batch not yet

@@ -191,7 +191,7 @@ def write_session_graph(
     )
     root = cell_id(cause)
     roots = [link.id for link in links] + [root]
-    present = target.store.existing(target.space, [r for r in roots if not batch.pending(r)])
+    present = target.store.existing(target.space, [r for r in roots if not batch.pending(r)], roots=True)
     present.update(r for r in roots if batch.pending(r))
     written = reused = cells = 0
     for chunk, chunk_cause, link in zip(chunks, causes, links, strict=True):

@@ -12,6 +12,9 @@ rows, in a transaction of its own. So a first sync's graph batches skip reading 
 rows they write (3,000 cells a batch, all absent). Not a savepoint: SQLite copies each
 page first changed under one to a statement journal (a temp file): 200 MB more written
 in a 3,000-thread first sync.
+While a first sync writes an empty store without its key index (sqlite_key_index.py)
+no INSERT stops at an existing row: there the store itself knows which cells can exist
+(those it wrote, and the few rows there before, which raise RowExists before the insert).
 
 Those rows go to SQLite in one statement (sqlite_schema.INSERT_MANY, their bytes in a
 few bound parameters), so the connection releases the GIL once for the whole insert:
@@ -53,9 +56,10 @@ class RowsOut:
         self._space = space
         self._new_labels = new_labels  # labels rows inserted, for LabelRows.committed
 
-    def insert_fresh(self, writes: list[RowWrite]) -> None:
+    def insert_fresh(self, writes: list[RowWrite]) -> Iterator[str | bytes]:
         """Insert the rows of cells that have none; RowExists when one has a row (the
-        caller's transaction, rolled back, then takes the rules' path)."""
+        caller's transaction, rolled back, then takes the rules' path). Gives the rows'
+        stored keys (while the key index is deferred, the store notes its roots)."""
         rows = in_key_order(writes)  # in key order: each B-tree page is visited once
         label_ids = self._label_ids(writes)
         stored = [self._stored(w) for _, w in rows]
@@ -64,6 +68,7 @@ class RowsOut:
                 self._insert_many(rows[start:end], stored[start:end], label_ids)
         except sqlite3.IntegrityError as exc:  # a row exists: SQLite stopped at it
             raise RowExists() from exc
+        return (stored_id for stored_id, _ in rows)
 
     def _insert_many(
         self, rows: list[tuple[str | bytes, RowWrite]], stored: list[str | bytes | None], label_ids: dict[int, int]

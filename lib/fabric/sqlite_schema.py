@@ -7,11 +7,17 @@ with a NULL value) and named
 `sequences` per space. A stored value is fvj1 text as stored_values.py keeps it: TEXT,
 or a zlib BLOB.
 
+Version 3 holds the documents' key, one row per (space, cell), in a named unique index
+(`documents_by_cell`) instead of the table's inline primary key, which SQLite cannot
+drop: a first sync into an empty store inserts its rows without it and builds it once
+at the end (sqlite_key_index.py). `fresh_roots` is empty but while that runs: the graph
+roots it wrote, so `Store.existing(roots=True)` is answered without the key index.
+
 Version 1 kept each document's labels JSON in the row itself (a `labels` TEXT column)
 and values always as plain fvj1 TEXT. `migrate` turns a version 1 file into version 2
 in one transaction when the store opens it: the labels move to the `labels` table, cell
 IDs take their short form, the values stay as they are (version 1 text reads back
-unchanged).
+unchanged). Version 2 -> 3 copies the documents into a table keyed by the named index.
 """
 
 from __future__ import annotations
@@ -20,9 +26,23 @@ import sqlite3
 
 from lib.fabric import cell_keys
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+KEY_INDEX = "documents_by_cell"  # the documents' unique key (space_id, cell_id)
 
-SCHEMA = """
+# value: TEXT or BLOB (stored_values.py), last: reading the columns before it never loads it
+_DOCUMENT_COLUMNS = """
+    space_id INTEGER NOT NULL REFERENCES spaces (id),
+    cell_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    labels_id INTEGER NOT NULL REFERENCES labels (id),
+    value"""
+_FRESH_ROOTS = """CREATE TABLE IF NOT EXISTS fresh_roots (
+    space_id INTEGER NOT NULL,
+    cell_id NOT NULL,
+    PRIMARY KEY (space_id, cell_id)
+) WITHOUT ROWID"""
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spaces (
     id INTEGER PRIMARY KEY,
@@ -33,15 +53,10 @@ CREATE TABLE IF NOT EXISTS labels (
     id INTEGER PRIMARY KEY,
     json TEXT NOT NULL UNIQUE
 );
-CREATE TABLE IF NOT EXISTS documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels_id INTEGER NOT NULL REFERENCES labels (id),
-    value,  -- TEXT or BLOB (stored_values.py), last: reading the columns before it never loads it
-    PRIMARY KEY (space_id, cell_id)
-);
+CREATE TABLE IF NOT EXISTS documents ({_DOCUMENT_COLUMNS});
+CREATE UNIQUE INDEX IF NOT EXISTS documents_by_cell ON documents (space_id, cell_id);
 CREATE INDEX IF NOT EXISTS documents_by_seq ON documents (space_id, seq);
+{_FRESH_ROOTS};
 CREATE TABLE IF NOT EXISTS sequences (
     space_id INTEGER NOT NULL REFERENCES spaces (id),
     name TEXT NOT NULL,
@@ -85,17 +100,12 @@ UPSERT = (
 
 # Version 1 -> 2: the labels JSON of every row moves to the labels table; the rows are
 # copied into the new documents table (SQLite cannot change a column in place).
-_FROM_1 = """
+_FROM_1 = f"""
 CREATE TABLE labels (id INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE);
 INSERT OR IGNORE INTO labels (json) SELECT DISTINCT labels FROM documents;
 ALTER TABLE documents RENAME TO documents_v1;
 DROP INDEX IF EXISTS documents_by_seq;
-CREATE TABLE documents (
-    space_id INTEGER NOT NULL REFERENCES spaces (id),
-    cell_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    labels_id INTEGER NOT NULL REFERENCES labels (id),
-    value,
+CREATE TABLE documents ({_DOCUMENT_COLUMNS},
     PRIMARY KEY (space_id, cell_id)
 );
 INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
@@ -106,7 +116,22 @@ CREATE INDEX documents_by_seq ON documents (space_id, seq);
 UPDATE meta SET value = '2' WHERE key = 'schemaVersion'
 """
 
-MIGRATIONS = {1: _FROM_1}
+# Version 2 -> 3: the key becomes the named index (the inline primary key cannot be
+# dropped, so the rows are copied, in key order: the new index is written in one pass).
+_FROM_2 = f"""
+ALTER TABLE documents RENAME TO documents_v2;
+DROP INDEX IF EXISTS documents_by_seq;
+CREATE TABLE documents ({_DOCUMENT_COLUMNS});
+INSERT INTO documents (space_id, cell_id, seq, labels_id, value)
+    SELECT space_id, cell_id, seq, labels_id, value FROM documents_v2 ORDER BY space_id, cell_id;
+DROP TABLE documents_v2;
+CREATE UNIQUE INDEX documents_by_cell ON documents (space_id, cell_id);
+CREATE INDEX documents_by_seq ON documents (space_id, seq);
+{_FRESH_ROOTS};
+UPDATE meta SET value = '3' WHERE key = 'schemaVersion'
+"""
+
+MIGRATIONS = {1: _FROM_1, 2: _FROM_2}
 
 
 def statements(script: str) -> list[str]:

@@ -20,6 +20,8 @@ cell keeps its row, with a NULL value, so `changes_since` reports the delete
 and its labels still guard who may recreate it. A file of an older schema version is
 migrated when it is opened (sqlite_schema.migrate). Opening a connection (its
 pragmas), the schema check and naming a failure (busy or not) are sqlite_connections.py.
+A first sync into an empty file writes its rows without the key index and builds it
+once at the end (sqlite_key_index.py: who may, what is read meanwhile, crash repair).
 """
 
 from __future__ import annotations
@@ -30,18 +32,20 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from lib.fabric import stored_values, value_decoding
 from lib.fabric.cell_keys import cell, key, keys
-from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, resolve_commit
+from lib.fabric.commit_rules import CommitPlan, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
 from lib.fabric.sqlite_connections import connect, failure, initialize, write_transaction
 from lib.fabric.sqlite_files import private_database_files
+from lib.fabric.sqlite_key_index import KeyIndex, KeyIndexAbsent, index_present
 from lib.fabric.sqlite_labels import LabelRows
+from lib.fabric.sqlite_rows_in import rows_of, text_loader
 from lib.fabric.sqlite_rows_out import RowExists, RowsOut, fresh_writes
 from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
@@ -73,8 +77,10 @@ class SQLiteStore(Store):
         self._local_locks = LocalLockTable() if self._memory else None
         if not self._memory:
             private_database_files(Path(self._path), notice)
+        self._key_index = KeyIndex(self._path, enabled=not self._memory)
         with self._connection() as conn:
             initialize(conn, self._path, memory=self._memory)
+            self._key_index.open(conn)  # before anything reads or writes it
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
@@ -103,6 +109,8 @@ class SQLiteStore(Store):
         return failure(self._path, self._busy_timeout, exc)
 
     def close(self) -> None:
+        if self._key_index.deferred and not self._closed:
+            self.finish_fresh_rows("")
         with self._registry_lock:
             self._closed = True
             memory, self._memory_connection = self._memory_connection, None
@@ -141,6 +149,7 @@ class SQLiteStore(Store):
 
     def _read_row(self, space: str, cell_id: str) -> tuple[int, Document | None]:
         with self._connection() as conn:
+            self._key_index.end(conn)  # a read by cell ID: its own deferred index built first
             space_id = self._space_id(conn, space)
             if space_id is None:
                 return 0, None
@@ -158,6 +167,7 @@ class SQLiteStore(Store):
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
+            self._key_index.end(conn)
             space_id = self._space_id(conn, space)
             if space_id is None:
                 return 0
@@ -174,6 +184,7 @@ class SQLiteStore(Store):
         # a yield; only one batch of stored text is in memory at once.
         unique = list(dict.fromkeys(cell_ids))
         with self._connection() as conn:
+            self._key_index.end(conn)
             space_id = self._space_id(conn, space)
         if space_id is None:
             return
@@ -202,11 +213,18 @@ class SQLiteStore(Store):
                         value = value_decoding.loads(stored_values.decode(stored, space))
                     yield cell_id, Document(value, labels, seq)
 
-    def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
+    def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         # one query per batch of IDs, reading no value
         unique = list(dict.fromkeys(cell_ids))
         found: set[str] = set()
         with self._connection() as conn:
+            if roots:  # without the key index, while this handle writes a first sync
+                stored = keys(unique)
+                answer = self._key_index.roots_present(conn, lambda: self._space_id(conn, space), stored)
+                if answer is not None:
+                    return {cell_id for cell_id, k in zip(unique, stored, strict=True) if k in answer}
+            else:
+                self._key_index.end(conn)
             space_id = self._space_id(conn, space)
             if space_id is None:
                 return found
@@ -310,76 +328,74 @@ class SQLiteStore(Store):
         # the compression without the GIL, and new rows in one statement (sqlite_rows_out.py)
         return stored_values.ENCODES_WITHOUT_GIL
 
+    def finish_fresh_rows(self, space: str) -> None:
+        with self._connection() as conn:
+            self._key_index.end(conn)
+
+    def writes_alone(self, space: str) -> bool:
+        return self._key_index.deferred
+
     def _commit(self, plan: CommitPlan) -> int:
         if not plan.ops:
             return self._check(plan)
         fresh = fresh_writes(plan)
         if fresh is not None:
             try:
-                return self._commit_rows(plan, fresh)
+                return self._commit_keyed(plan, fresh)
             except RowExists:  # rolled back: the rules' path, in a transaction of its own
                 pass
-        return self._commit_rows(plan, None)
+        return self._commit_keyed(plan, None)
+
+    def _commit_keyed(self, plan: CommitPlan, fresh: list[RowWrite] | None) -> int:
+        """`_commit_rows`, once another handle's first sync (if one is writing without
+        the key index) is over: sqlite_key_index.py."""
+        return self._key_index.after_other_writer(lambda: self._commit_rows(plan, fresh), self._connection,
+                                                  self._busy_timeout, self._path)
 
     def _commit_rows(self, plan: CommitPlan, fresh: list[RowWrite] | None) -> int:
         """Write the plan: `fresh`, its rows if none exists (RowExists, and the
         transaction rolled back, if one does), else the rows the rules say."""
         new_labels: dict[Labels, int] = {}
-        with self._connection() as conn, write_transaction(conn):
-            space_id = self._space_id(conn, plan.space, create=True)
-            assert space_id is not None
-            (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
-            rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
-            if fresh is not None:
-                rows_out.insert_fresh(fresh)
-            else:
-                rows = self._rows(conn, space_id, plan.cells())
-                writes = resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
-                if not writes:
-                    return head
-                rows_out.write(UPSERT, writes)
-            conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
+        key_index = self._key_index
+        with self._connection() as conn:
+            if fresh is None or not key_index.accepts(plan.writer):  # the rules' path: the index first
+                key_index.end(conn)
+            writer = plan.writer if fresh is not None else None
+            with write_transaction(conn), key_index.deferring(conn, writer) as deferring:
+                if not deferring and not index_present(conn):
+                    raise KeyIndexAbsent()
+                space_id = self._space_id(conn, plan.space, create=True)
+                assert space_id is not None
+                (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
+                rows_out = RowsOut(conn, self._labels, space_id, head + 1, plan.space, new_labels)
+                if fresh is not None:
+                    if key_index.meets_before(space_id, plan.ops):
+                        raise RowExists()
+                    key_index.written(conn, space_id, rows_out.insert_fresh(fresh))
+                else:
+                    rows = rows_of(conn, self._labels, space_id, plan.cells())
+                    writes = resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
+                    if not writes:
+                        return head
+                    rows_out.write(UPSERT, writes)
+                conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
         self._labels.committed(new_labels)
         return head + 1
 
     def _check(self, plan: CommitPlan) -> int:
         """A plan that writes nothing: its checks against one read snapshot (a deferred
         transaction takes no write lock, so this never waits for a writer)."""
+        with self._connection() as conn:
+            self._key_index.end(conn)
         with self._connection() as conn, write_transaction(conn, "BEGIN"):
             space_id = self._space_id(conn, plan.space)
             if space_id is None:  # nothing was ever written: every read saw version 0
-                resolve_commit(plan, {}, _text_loader(conn, -1, plan.space))
+                resolve_commit(plan, {}, text_loader(conn, -1, plan.space))
                 return 0
-            rows = self._rows(conn, space_id, plan.cells())
-            resolve_commit(plan, rows, _text_loader(conn, space_id, plan.space))
+            rows = rows_of(conn, self._labels, space_id, plan.cells())
+            resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
             (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         return head
-
-    def _rows(self, conn: sqlite3.Connection, space_id: int, cells: set[str]) -> dict[str, Row]:
-        ids = list(cells)
-        rows: dict[str, Row] = {}
-        for start in range(0, len(ids), _BATCH):
-            batch = ids[start : start + _BATCH]
-            for stored_id, seq, labels_id, live in conn.execute(
-                "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
-                f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-                (space_id, *keys(batch)),
-            ).fetchall():
-                rows[cell(stored_id)] = Row(seq, self._labels.labels(conn, labels_id), bool(live))
-        return rows
-
-
-def _text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callable[[str], str]:
-    """The fvj1 text of a live cell, for resolve_commit's patches and hash checks."""
-
-    def load_text(cell_id: str) -> str:
-        (stored,) = conn.execute(
-            "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
-            (space_id, key(cell_id)),
-        ).fetchone()
-        return stored_values.decode(stored, space)
-
-    return load_text
 
 
 def _by_seq_then_id(change: tuple[str, int]) -> tuple[int, str]:

@@ -210,10 +210,25 @@ class Store(abc.ABC):
         of a value's top-level object named in `keep_fields` is left as its fvj1 JSON
         (value_decoding.decode_keeping: the prior index rows' previews)."""
 
-    def existing(self, space: str, cell_ids: Iterable[str]) -> set[str]:
+    def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         """Which of the cells hold a value (not absent, not deleted). Backends may answer
-        without decoding any value; this default reads them."""
+        without decoding any value; this default reads them. `roots`: the cells are
+        graph roots, each written (with its graph, graph_batch.py) only after this
+        found it absent, so a store writing a first sync without its key index
+        answers from the roots it wrote (sqlite_key_index.py)."""
         return {cell_id for cell_id, _document in self.iter_many(space, cell_ids)}
+
+    def finish_fresh_rows(self, space: str) -> None:
+        """After a run's last graph batch, before anything links its cells: a store that
+        wrote them without its key index builds it now (sqlite_key_index.py). This
+        default does nothing."""
+        return None
+
+    def writes_alone(self, space: str) -> bool:
+        """Whether this handle is, until `finish_fresh_rows`, the only writer of a store
+        that was empty when its run began: a cell it did not write has no row. False
+        (this default) when it cannot tell."""
+        return False
 
     def transaction(self, space: str, writer: str) -> Transaction:
         return Transaction(self, space, writer)

@@ -15,8 +15,9 @@ RSS. A standalone script, not a section of `tests.bench.run` (docs/store-size-an
 
 Two designs to compare before building one: `--staged K` inserts into a small staging
 table (its own unique key) and moves its rows into `documents` in key order every K
-batches; `--key-index-at-end` writes `documents` without its `(space_id, cell_id)` key
-and builds that index once after the last batch.
+batches; `--key-index-at-end` writes `documents` without its key index
+(`documents_by_cell`, dropped as a first sync drops it since schema version 3,
+sqlite_key_index.py) and builds it once after the last batch, as the store does.
 """
 
 from __future__ import annotations
@@ -30,17 +31,14 @@ from itertools import accumulate
 from pathlib import Path
 
 from lib.fabric.sqlite_connections import connect, initialize
+from lib.fabric.sqlite_key_index import build
 from lib.fabric.sqlite_rows_out import GROUP_BYTES, _numbers
-from lib.fabric.sqlite_schema import INSERT_MANY
+from lib.fabric.sqlite_schema import INSERT_MANY, KEY_INDEX
 
 VALUE_BYTES = 600
 STAGING = (
     "CREATE TABLE staging (space_id INTEGER NOT NULL, cell_id NOT NULL, seq INTEGER NOT NULL, "
     "labels_id INTEGER NOT NULL, value, UNIQUE (space_id, cell_id))"
-)
-UNKEYED = (
-    "CREATE TABLE documents (space_id INTEGER NOT NULL, cell_id NOT NULL, seq INTEGER NOT NULL, "
-    "labels_id INTEGER NOT NULL, value)"
 )
 
 
@@ -74,9 +72,7 @@ def open_store(directory: Path, args: argparse.Namespace):
     if args.staged:
         conn.execute(STAGING)
     if args.key_index_at_end:
-        conn.execute("DROP TABLE documents")
-        conn.execute(UNKEYED)
-        conn.execute("CREATE INDEX documents_by_seq ON documents (space_id, seq)")
+        conn.execute(f"DROP INDEX {KEY_INDEX}")
     return conn
 
 
@@ -130,7 +126,7 @@ def main() -> None:
             commit_cpu, written, passed = 0.0, now_written, now_passed
     if args.key_index_at_end:
         start, (written, _) = cpu_seconds(), io_bytes()
-        conn.execute("CREATE UNIQUE INDEX documents_by_cell ON documents (space_id, cell_id)")
+        build(conn)
         print(f"key index built at the end: CPU {cpu_seconds() - start:.2f} s  "
               f"write_bytes {(io_bytes()[0] - written) / 1e6:.0f} MB  peak {peak_mb():.0f} MB", flush=True)
     conn.close()

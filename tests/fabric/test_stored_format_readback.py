@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lib.fabric import cell_keys, stored_values
 from lib.fabric.identity import load_or_create_identity
+from lib.fabric.sqlite_schema import SCHEMA_VERSION
 from lib.fabric.store import open_store
 from lib.fabric.target import FabricTarget
 from lib.pipeline.records import to_json_line
@@ -96,5 +97,5 @@ def test_show_events_prints_the_same_bytes_from_both_stored_formats(tmp_path: Pa
     published = "".join(to_json_line(json.loads(json.dumps(e, sort_keys=True))) for e in events)  # stored keys are in canonical order
     assert shown["v2"] == published, "the events printed are not the events published"
     conn = sqlite3.connect(v1_path)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone() == ("2",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schemaVersion'").fetchone() == (str(SCHEMA_VERSION),)
     conn.close()

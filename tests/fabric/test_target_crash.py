@@ -139,6 +139,23 @@ print("committed", flush=True)
 """
 
 
+def _killed_after_two_batches(tmp_path: Path, count: int) -> None:
+    """_CHILD publishing `count` sessions into tmp_path's store, three a batch, killed
+    with SIGKILL once two batches are committed and a third is staged."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for _ in range(7):
+        assert child.stdout.readline().startswith("published")
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(GUARD)
+    assert child.returncode == -signal.SIGKILL
+
+
 def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_prior_indexes_whole(
     tmp_path: Path,
 ) -> None:
@@ -149,18 +166,7 @@ def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_pri
     publish(target, descriptor(), [snapshot(n, messages=3) for n in names])
     generation = index(target)["generation"]
 
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), str(count), "3"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    for _ in range(7):  # two batches of three sessions are committed, a third is staged
-        assert child.stdout.readline().startswith("published")
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(GUARD)
-    assert child.returncode == -signal.SIGKILL
+    _killed_after_two_batches(tmp_path, count)
 
     assert index(target)["generation"] == generation
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 3 for n in names}
@@ -173,3 +179,35 @@ def test_a_publisher_killed_with_sigkill_among_its_session_graphs_leaves_the_pri
     )
     assert summary.generation == generation + 1
     assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 500 for n in names}
+
+
+def test_a_first_publisher_killed_among_its_session_graphs_leaves_a_store_the_next_open_repairs(
+    tmp_path: Path,
+) -> None:
+    """A first run into an empty store writes its batches without the key index
+    (sqlite_key_index.py); killed among them, it leaves the file without that index and
+    with no index root. The next handle to open the file builds the index before it reads
+    or writes, and the next publication completes the work."""
+    count = 24
+    names = [f"s{i}" for i in range(count)]
+    _killed_after_two_batches(tmp_path, count)
+
+    def key_index() -> list[tuple[str]]:
+        conn = sqlite3.connect(tmp_path / "fabric.db")
+        try:
+            return conn.execute("SELECT name FROM sqlite_master WHERE name = 'documents_by_cell'").fetchall()
+        finally:
+            conn.close()
+
+    assert key_index() == []  # the dead run's rows, without their key index
+    env = make_env(tmp_path)
+    target = env.target()
+    assert key_index() == [("documents_by_cell",)]
+    assert _integrity(tmp_path) == "ok"
+    assert index(target)["sessions"] == [] and index(target)["generation"] == 0  # nothing was published
+    assert _assert_no_document_links_a_missing_cell(target) > 0
+
+    summary, _ = publish(target, descriptor(), [snapshot(n, messages=500, text="changed " * 20) for n in names])
+    assert summary.generation == 1 and len(rows(target)) == count
+    assert _assert_every_indexed_manifest_is_complete(target) == {f"codex/{n}": 500 for n in names}
+    assert _integrity(tmp_path) == "ok"

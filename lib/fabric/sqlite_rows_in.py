@@ -1,0 +1,44 @@
+"""What a commit on the rules' path reads of its cells' rows (sqlite_store.py's `_commit`
+and `_check`, inside their transaction): each row's seq, labels and liveness, by batches
+of IDs, and a live cell's fvj1 text when resolve_commit asks for it (moved out of
+sqlite_store.py, which keeps the rest of the reads and writes)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from lib.fabric import stored_values
+from lib.fabric.cell_keys import cell, key, keys
+from lib.fabric.commit_rules import Row
+from lib.fabric.sqlite_labels import LabelRows
+
+_BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
+
+
+def rows_of(conn: sqlite3.Connection, labels: LabelRows, space_id: int, cells: set[str]) -> dict[str, Row]:
+    """The rows the cells have (absent ones have none)."""
+    ids = list(cells)
+    rows: dict[str, Row] = {}
+    for start in range(0, len(ids), _BATCH):
+        batch = ids[start : start + _BATCH]
+        for stored_id, seq, labels_id, live in conn.execute(
+            "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
+            f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
+            (space_id, *keys(batch)),
+        ).fetchall():
+            rows[cell(stored_id)] = Row(seq, labels.labels(conn, labels_id), bool(live))
+    return rows
+
+
+def text_loader(conn: sqlite3.Connection, space_id: int, space: str) -> Callable[[str], str]:
+    """The fvj1 text of a live cell, for resolve_commit's patches and hash checks."""
+
+    def load_text(cell_id: str) -> str:
+        (stored,) = conn.execute(
+            "SELECT value FROM documents WHERE space_id = ? AND cell_id = ?",
+            (space_id, key(cell_id)),
+        ).fetchone()
+        return stored_values.decode(stored, space)
+
+    return load_text
