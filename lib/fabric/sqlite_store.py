@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from lib.fabric import stored_values, value_decoding
+from lib.fabric import sqlite_sequences, stored_values, value_decoding
 from lib.fabric.cell_keys import cell, key, keys
 from lib.fabric.commit_rules import CommitPlan, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
@@ -294,32 +294,16 @@ class SQLiteStore(Store):
 
     def next_sequence(self, space: str, name: str) -> int:
         with self._connection() as conn, write_transaction(conn):
-            space_id = self._space_id(conn, space, create=True)
-            (value,) = conn.execute(
-                "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, 1) "
-                "ON CONFLICT (space_id, name) DO UPDATE SET value = value + 1 RETURNING value",
-                (space_id, name),
-            ).fetchone()
-        return value
+            return sqlite_sequences.next_value(conn, self._space_id(conn, space, create=True), name)
 
     def sequences(self, space: str) -> dict[str, int]:
         with self._connection() as conn:
             space_id = self._space_id(conn, space)
-            if space_id is None:
-                return {}
-            rows = conn.execute(
-                "SELECT name, value FROM sequences WHERE space_id = ?", (space_id,)
-            ).fetchall()
-        return dict(rows)
+            return {} if space_id is None else sqlite_sequences.values(conn, space_id)
 
     def advance_sequence(self, space: str, name: str, value: int) -> None:
         with self._connection() as conn, write_transaction(conn):
-            space_id = self._space_id(conn, space, create=True)
-            conn.execute(
-                "INSERT INTO sequences (space_id, name, value) VALUES (?, ?, ?) "
-                "ON CONFLICT (space_id, name) DO UPDATE SET value = max(value, excluded.value)",
-                (space_id, name, value),
-            )
+            sqlite_sequences.advance(conn, self._space_id(conn, space, create=True), name, value)
 
     def stored_forms(self, space: str, texts: list[str]) -> list[str | bytes] | None:
         return stored_values.encode_many(texts, space)
