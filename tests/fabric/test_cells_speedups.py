@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lib import _cells, hashing  # built by `make install` (pyproject.toml); these tests need it
@@ -278,13 +278,16 @@ def test_cause_ids_use_libcrypto_directly_wherever_hashlib_uses_openssl():
 
 @settings(max_examples=500, deadline=None)
 @given(cell_values)
+@example(FrozenDict({}))  # failed 1 run in several before session 27: the test refused FrozenDicts
+@example(FrozenDict({"a": [1], "b": 1}))
 def test_nested_keys_is_the_planners_flat_check_and_key_list(value):
-    if type(value) is not dict:
+    if type(value) not in (dict, FrozenDict):  # a FrozenDict is planned as its dict (session 26)
         with pytest.raises(TypeError):
             _cells.nested_keys(value)
         return
-    expected = None if _cells.flat_object(value) else [
-        k for k, v in value.items() if type(v) not in graph_plan._LEAF_TYPES
+    plain = dict(value)
+    expected = None if _cells.flat_object(plain) else [
+        k for k, v in plain.items() if type(v) not in graph_plan._LEAF_TYPES
     ]
     assert _cells.nested_keys(value) == expected
 
