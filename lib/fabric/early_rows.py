@@ -54,6 +54,7 @@ class EarlyRows:
         # key -> (the row written, its cell's ID (a Link a row was 56 B more), the seq it
         # was written at, its cells)
         self._written: dict[str, tuple[Mapping[str, Any], str, int, int]] = {}
+        self._count = 0  # rows written here (their entries go as the commit takes them)
         self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], SealedWrite] | None = None
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -137,12 +138,18 @@ class EarlyRows:
         by_key = {row["key"]: row for row in rows}
         for row in direct:
             self._written[row.key] = (by_key[row.key], row.link.id, seq, len(row.ids))
+        self._count += len(direct)
 
     def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
         """(the link to `row`'s cell, the cells written for it) when it was written here
         and the commit may link it as it is (the module's docstring), else None. Called
-        under the publish lock, with `linked` the cells the current roots link."""
-        written = self._written.get(row["key"])
+        under the publish lock, with `linked` the cells the current roots link, once a
+        row: the row's entry is dropped."""
+        # the commit asks once a row: its entry (a tuple and the cell ID) goes now, and the
+        # table once empty, not held through the roots' final transaction (issue 14 goal 4)
+        written = self._written.pop(row["key"], None)
+        if not self._written:
+            self._written = {}
         if written is None or written[0] is not row:
             return None
         _, cell, seq, cells = written
@@ -151,4 +158,4 @@ class EarlyRows:
         return Link.trusted(cell, self._target.space), cells
 
     def __len__(self) -> int:
-        return len(self._written)
+        return self._count

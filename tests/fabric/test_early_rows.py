@@ -274,3 +274,35 @@ def test_rows_still_waiting_at_the_commit_are_the_commits_own_written_without_an
     got = rows(target)
     assert len(got) == 7 and all(len(row["recentMessages"]) == 3 for row in got.values())
     assert _assert_no_document_links_a_missing_cell(target) > 0
+
+
+def test_the_commit_drops_each_rows_entry_as_it_links_the_row_written_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 14 goal 4: what EarlyRows notes of a written row (the row, its cell ID, seq
+    and cells) is dropped as the commit takes the row, and the emptied table with it, so
+    none of it is held through the roots' final transaction."""
+    monkeypatch.setattr(index_store, "ROW_BATCH", 2)
+    monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    sizes: list[int] = []
+    real_root_text = index_store.root_text
+
+    def root_text(value, space):  # the final transaction: what EarlyRows holds then
+        sizes.append(len(early._written))
+        return real_root_text(value, space)
+
+    monkeypatch.setattr(index_store, "root_text", root_text)
+    with target.publication() as pub:
+        early = pub._early
+        pub.begin_source(source, None)
+        for n in range(7):
+            pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
+        pub.end_source(None, source.id)
+        pub.batch.flush()
+        early.flush()
+        assert len(early._written) == len(early) == 7  # every row written early
+        pub.commit()
+    assert sizes == [0, 0]
+    assert len(_row_links(target)) == 7 and _assert_no_document_links_a_missing_cell(target) > 0
