@@ -22,6 +22,7 @@ from lib.git_context import GitObservation
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
 from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
+from lib.memory_release import release_freed_memory
 from lib.prepare import PreparedSession
 from lib.record_spill import RecordSpill
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
@@ -152,6 +153,7 @@ class PublishStage:
             yield from self._publish(out)
         if self._after_reads is not None:
             self._after_reads()
+        release_freed_memory()  # what the reads freed, before the commit's large allocations
         self.summary = self._slot.commit()
         for key, action, status in self._published:
             yield published_record({"key": key, "action": action, "status": status})
