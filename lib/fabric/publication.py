@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from lib.fabric import index_store as indexes
+from lib.fabric import publication_resolve as intents
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
 from lib.fabric.early_rows import EarlyRows
@@ -31,7 +32,7 @@ from lib.fabric.graph_batch import GraphBatch
 from lib.fabric.index_roots import index_unchanged
 from lib.fabric.index_store import IndexCells, PriorIndex
 from lib.fabric.packed_previews import PreviewSpill, packed_row
-from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Touches, Verdict, resolve
+from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
     PreparedLike,
@@ -80,7 +81,7 @@ class Publication:
                 prior = indexes.read_prior(graphs, cells)
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
-        self._touches = Touches()  # a "row" touch held as its row alone
+        self._touches = intents.Touches()  # a "row" touch held as its row alone
         self._prior_touches: dict[str, Touch] = {}  # by source (_prior_touch)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
@@ -305,7 +306,7 @@ class Publication:
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions, read=self.prior.rows)
-                rows, self._touches = resolved.rows, Touches()  # resolved: not held through the index commit
+                rows, self._touches = resolved.rows, intents.Touches()  # resolved: not held through the index commit
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]

@@ -19,10 +19,10 @@ from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary, PublishedOutcome
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
 from lib.git_context import GitObservation
+from lib.memory_release import release_freed_memory
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
 from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
-from lib.memory_release import release_freed_memory
 from lib.prepare import PreparedSession
 from lib.record_spill import RecordSpill
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
