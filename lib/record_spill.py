@@ -2,7 +2,8 @@
 instead of memory, and read back in the order they were added (issue 14 goal 4).
 
 A sync holds something per session until its one index commit (the `published`
-records wait for it: publish_stage.py). Held as Python objects, 25,000 sessions kept
+records wait for it: publish_stage.py; so do the cells of the rows written early:
+early_rows.py). Held as Python objects, 25,000 sessions kept
 25,000 small objects alive that pinned the allocator's arenas; appended here they cost
 a few bytes of buffer. Records are marshal-able values (tuples of str, int, None);
 the file (0600, gone when closed or when the process ends) is made on the first add.

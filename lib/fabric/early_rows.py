@@ -42,6 +42,7 @@ from lib.fabric.row_cells import DirectRow, direct_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
+from lib.record_spill import RecordSpill
 
 
 class EarlyRows:
@@ -54,9 +55,14 @@ class EarlyRows:
         self._linked: set[str] | None = None  # their cell IDs, made when first needed
         self._waiting: list[Mapping[str, Any]] = []
         self._waiting_bytes = 0
-        # key -> (the row written, its cell's ID (a Link a row was 56 B more), the seq it
-        # was written at, its cells)
-        self._written: dict[str, tuple[Mapping[str, Any], str, int, int]] = {}
+        # key -> the row written (the commit links its cell only if it publishes this row)
+        self._written: dict[str, Mapping[str, Any]] = {}
+        # (key, cell ID, the seq it was written at, its cells) a row written, on disk until
+        # the commit's first `take` (issue 14 goal 4: a tuple and a cell ID string a
+        # session were held through a first sync's reads)
+        self._cells = RecordSpill()
+        self._noted: dict[str, tuple[str, int, int]] | None = None  # those, by key, at the commit
+        self._count = 0  # rows written here (their entries go as the commit takes them)
         self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], SealedWrite] | None = None
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -106,6 +112,7 @@ class EarlyRows:
         if sealed is not None:
             sealed[2].drop()
         self._waiting, self._waiting_bytes = [], 0
+        self._cells.clear()
 
     def _seal(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Assemble the cells of `rows` of the usual shape (row_cells.py) and seal them
@@ -143,22 +150,32 @@ class EarlyRows:
             return
         by_key = {row["key"]: row for row in rows}
         for row in direct:
-            self._written[row.key] = (by_key[row.key], row.link.id, seq, len(row.ids))
+            self._written[row.key] = by_key[row.key]
+            self._cells.add((row.key, row.link.id, seq, len(row.ids)))
+        self._count += len(direct)
 
     def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
         """(the link to `row`'s cell, the cells written for it) when it was written here
         and the commit may link it as it is (the module's docstring), else None. Called
-        under the publish lock, with `linked` the cells the current roots link."""
-        written = self._written.get(row["key"])
-        if written is None or written[0] is not row:
+        under the publish lock, with `linked` the cells the current roots link, once a
+        row: the row's entry is dropped."""
+        if self._noted is None:  # the last record of a key is its row's (the one in _written)
+            self._noted = {key: (cell, seq, cells) for key, cell, seq, cells in self._cells}
+            self._cells.clear()
+        # the commit asks once a row: its entries go now, and the tables once empty, not
+        # held through the roots' final transaction (issue 14 goal 4)
+        written, noted = self._written.pop(row["key"], None), self._noted.pop(row["key"], None)
+        if not self._written:
+            self._written, self._noted = {}, {}
+        if written is not row or noted is None:
             return None
-        _, cell, seq, cells = written
+        cell, seq, cells = noted
         if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None
         return Link.trusted(cell, self._target.space), cells
 
     def __len__(self) -> int:
-        return len(self._written)
+        return self._count
 
 
 def _new_keys(direct: list[DirectRow], written: Mapping[str, object]) -> bool:

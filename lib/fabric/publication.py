@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from lib.fabric import index_store as indexes
+from lib.fabric import publication_resolve as intents
 from lib.fabric import session_index as idx
 from lib.fabric.checkouts import CheckoutObserver
 from lib.fabric.early_rows import EarlyRows
@@ -80,7 +81,7 @@ class Publication:
                 prior = indexes.read_prior(graphs, cells)
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
-        self._touches: dict[str, Touch] = {}
+        self._touches = intents.Touches()  # a "row" touch held as its row alone
         self._prior_touches: dict[str, Touch] = {}  # by source (_prior_touch)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
@@ -219,8 +220,7 @@ class Publication:
             self._touches[key] = self._prior_touch(source)
             return PublishedOutcome(key, action, status)
         # held until the commit with its previews packed: memory per row, not per message
-        touch = self._touches[key] = Touch(source.source_id, source.sequence, "row", packed_row(row, self._spill))
-        self._early.add(touch.row)  # type: ignore[arg-type]  # a "row" touch holds its row
+        self._early.add(self._touches.hold(key, source.source_id, source.sequence, packed_row(row, self._spill)))
         return PublishedOutcome(key, action, status)
 
     def add_retained(
@@ -252,7 +252,7 @@ class Publication:
             else:
                 row = idx.with_status(
                     idx.refreshed_row(prior, capabilities=source.capabilities, metadata=metadata), "complete")
-                self._touches[key] = Touch(source.source_id, source.sequence, "row", row)
+                self._touches.hold(key, source.source_id, source.sequence, row)
             return PublishedOutcome(key, "retained", "complete")
         source.unbacked = True
         source.record_error(
@@ -306,7 +306,7 @@ class Publication:
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions, read=self.prior.rows)
-                rows, self._touches = resolved.rows, {}  # resolved: not held through the index commit
+                rows, self._touches = resolved.rows, intents.Touches()  # resolved: not held through the index commit
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]

@@ -19,6 +19,7 @@ from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary, PublishedOutcome
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
 from lib.git_context import GitObservation
+from lib.memory_release import release_freed_memory
 from lib.pipeline.prepare_stage import PrepareStage
 from lib.pipeline.read_stage import first_error
 from lib.pipeline.records import Item, SummaryItem, data_of, error_record, kind_of
@@ -152,6 +153,7 @@ class PublishStage:
             yield from self._publish(out)
         if self._after_reads is not None:
             self._after_reads()
+        release_freed_memory()  # what the reads freed, before the commit's large allocations
         self.summary = self._slot.commit()
         for key, action, status in self._published:
             yield published_record({"key": key, "action": action, "status": status})

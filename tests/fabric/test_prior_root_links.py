@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lib.fabric.index_store import read_prior
+from lib.fabric.packed_rows import PackedRow
 from lib.fabric.prior_rows import RowLinks, read_root
 from lib.fabric.stored_values import SameSpaceLinks
 from lib.fabric.values import Link
-from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
+from tests.fabric.target_helpers import descriptor, make_env, prepared, publish, rows, snapshot
 
 
 def test_the_roots_row_links_are_read_as_their_stored_ids_and_make_the_same_prior(tmp_path: Path) -> None:
@@ -85,3 +86,27 @@ def test_a_prior_read_from_the_store_makes_its_row_links_from_the_rows_stored_pr
         (target.store.read(target.space, link.id).value for link in full.value["sessions"]),
         full.value["sessions"], strict=True)}
     assert "codex/zzz" not in prior.row_links
+
+
+def test_a_read_sessions_row_is_held_until_the_commit_as_its_packed_row_alone(tmp_path: Path) -> None:
+    """Issue 14 goal 4: a session's new row is held as its packed row, no `Touch` object
+    a session (25,000 of them in a first sync); the commit reads it as the "row" touch of
+    its source's sequence and publishes that row."""
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    with target.publication(preserve_untouched_status=False, checkout_directories=None) as pub:
+        pub.begin_source(source, None)
+        sequence = pub._sources[source.id].sequence
+        for name in ("a", "b"):
+            assert pub.add_prepared(prepared(source, snapshot(name))).action == "written"
+        held = pub._touches._held
+        assert all(type(row) is PackedRow for row in held.values()) and list(held) == ["codex/a", "codex/b"]
+        touch = pub._touches["codex/a"]
+        assert (touch.kind, touch.source_id, touch.sequence) == ("row", source.id, sequence)
+        assert touch.row is held["codex/a"]
+        pub.end_source({"sourceId": source.id, "inventoryComplete": True, "complete": True,
+                        "listedSessionIds": ["a", "b"]})
+        pub.commit()
+    assert set(rows(target)) == {"codex/a", "codex/b"}
+    ordering = target.store.read(target.space, target.cells.ordering).value
+    assert ordering["sessions"] == {"codex/a": sequence, "codex/b": sequence}

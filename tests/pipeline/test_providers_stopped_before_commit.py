@@ -3,6 +3,10 @@ is answered, so Codex's exit (it checkpoints its state database) overlaps the in
 commit instead of following it; the homes are still fingerprinted only after the
 providers exited (`DriverPool.close_in_background`, then `close` waits for it).
 
+It also hands the heap pages the reads freed back to the system once, after the reads and
+before the commit (lib/memory_release.py): the commit's largest allocations fit none of
+those freed chunks, so they came on top of them (issue 14 goal 4; the real trim, watched).
+
 The real pinned Codex shows the order; the scripted driver only a stop that fails (which
 no real provider does on demand), hence `fake` in that name.
 """
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import lib.memory_release as memory_release
 from lib.drivers.codex_app_server import CodexAppServerDriver
 from lib.fabric.publication import Publication
 from lib.pipeline.driver_pool import DriverPool
@@ -103,6 +108,36 @@ def test_sync_without_close_drivers_keeps_codex_running_through_the_commit(works
         run_sync(workspace, ["codex"], Records(), drivers=drivers)
         assert running == [True]
         assert made[0].transport.running, "still running after the sync"
+
+
+def test_sync_releases_the_reads_freed_memory_once_after_the_reads_and_before_the_commit(workspace, monkeypatch):
+    events: list[str] = []
+    real_commit = Publication.commit
+    real_add = Publication.add_prepared
+    trim = memory_release._malloc_trim()
+
+    def watched_trim(pad: int) -> int:
+        events.append("release")
+        return trim(pad) if trim is not None else 0
+
+    def add_prepared(self, prepared):  # noqa: ANN001, ANN202
+        if events[-1:] != ["read"]:
+            events.append("read")
+        return real_add(self, prepared)
+
+    def commit(self):  # noqa: ANN001, ANN202
+        events.append("commit")
+        return real_commit(self)
+
+    monkeypatch.setattr(memory_release, "_trim", watched_trim)
+    monkeypatch.setattr(Publication, "add_prepared", add_prepared)
+    monkeypatch.setattr(Publication, "commit", commit)
+    sink = Records()
+    with DriverPool(lambda source_id: CodexAppServerDriver(workspace.source_config(source_id))) as drivers:
+        run_sync(workspace, ["codex"], sink, drivers=drivers, close_drivers=True)
+    assert events == ["read", "release", "commit"]
+    (publication,) = [item for item in sink.items if kind_of(item) == "publication"]
+    assert publication["sessionCount"] == len(demo_threads())
 
 
 def test_a_stop_failing_in_the_background_is_raised_by_close_fake():
