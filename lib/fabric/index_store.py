@@ -33,6 +33,7 @@ from lib.fabric.schemas import (
 )
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
+from lib.memory_release import release_freed_memory
 
 if TYPE_CHECKING:
     from lib.fabric.early_rows import EarlyRows
@@ -296,6 +297,7 @@ def commit_indexes(
             final.setdefault(child.id, child)
     changed = changed_cells(target, final)
     del final
+    release_freed_memory()  # the rows' freed objects: the roots' texts below fit none of them (first27)
     with target.store.transaction(space, target.writer) as tx:
         _check_unmoved(tx, prior)
         if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):

@@ -110,7 +110,9 @@ def test_sync_without_close_drivers_keeps_codex_running_through_the_commit(works
         assert made[0].transport.running, "still running after the sync"
 
 
-def test_sync_releases_the_reads_freed_memory_once_after_the_reads_and_before_the_commit(workspace, monkeypatch):
+def test_sync_releases_freed_memory_after_the_reads_and_again_inside_the_commit(workspace, monkeypatch):
+    """Once before the commit (what the reads freed), once in it before the final
+    transaction (the rows' freed objects, before the roots' large texts)."""
     events: list[str] = []
     real_commit = Publication.commit
     real_add = Publication.add_prepared
@@ -135,7 +137,7 @@ def test_sync_releases_the_reads_freed_memory_once_after_the_reads_and_before_th
     sink = Records()
     with DriverPool(lambda source_id: CodexAppServerDriver(workspace.source_config(source_id))) as drivers:
         run_sync(workspace, ["codex"], sink, drivers=drivers, close_drivers=True)
-    assert events == ["read", "release", "commit"]
+    assert events == ["read", "release", "commit", "release"]
     (publication,) = [item for item in sink.items if kind_of(item) == "publication"]
     assert publication["sessionCount"] == len(demo_threads())
 
