@@ -80,13 +80,26 @@ class World:
         is kept); a later one, on a settled home, keeps it, unless Codex happened to
         checkpoint its database as it exited (it does so at will), which changes the
         home again: then the next one does."""
+        changed: list[list[str]] = []  # what each sync that kept nothing saw change, for the message
         for _ in range(5):
+            before = self.home_files()
             self.sync()
             if self.fingerprint_files():
                 break
+            after = self.home_files()
+            changed.append(sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path)))
             self.settle()
-        assert self.fingerprint_files(), "a complete sync of a settled home keeps its fingerprint"
+        assert self.fingerprint_files(), f"a complete sync of a settled home keeps its fingerprint (changed: {changed})"
         self.settle()
+
+    def home_files(self) -> dict[str, tuple[int, int]]:
+        """(size, modification time) of every file in the Codex home, by relative path."""
+        found = {}
+        for path in self.home.rglob("*"):
+            if path.is_file():
+                info = path.stat()
+                found[str(path.relative_to(self.home))] = (info.st_size, info.st_mtime_ns)
+        return found
 
     def fingerprint_files(self) -> list[Path]:
         directory = self.tmp / "state" / DIRECTORY
