@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from lib.fabric.sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate, schema_version, statements
 from lib.fabric.store_errors import StoreBusy, StoreError
@@ -54,9 +54,11 @@ def write_transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") 
     conn.execute("COMMIT")
 
 
-def initialize(conn: sqlite3.Connection, path: str, *, memory: bool) -> None:
+def initialize(conn: sqlite3.Connection, path: str, *, memory: bool,
+               notice: Callable[[str], None] | None = None) -> None:
     """Check the schema version by reading; create the schema (and switch the file
-    to WAL, which persists in the file) only when it is missing."""
+    to WAL, which persists in the file) only when it is missing. A file of an older
+    version is migrated, said first to `notice` (a large store's rows are copied)."""
     version = schema_version(conn)
     if version is None:
         if not memory:
@@ -81,6 +83,9 @@ def initialize(conn: sqlite3.Connection, path: str, *, memory: bool) -> None:
         with write_transaction(conn):
             current = schema_version(conn)
             if current is not None and current < SCHEMA_VERSION:
+                if notice is not None:
+                    notice(f"agentctl: upgrading store {path} from schema version {current} to "
+                           f"{SCHEMA_VERSION} (once; a large store takes a minute)")
                 migrate(conn, current)
 
 

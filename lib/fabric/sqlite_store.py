@@ -79,7 +79,7 @@ class SQLiteStore(Store):
             private_database_files(Path(self._path), notice)
         self._key_index = KeyIndex(self._path, enabled=not self._memory)
         with self._connection() as conn:
-            initialize(conn, self._path, memory=self._memory)
+            initialize(conn, self._path, memory=self._memory, notice=notice)
             self._key_index.open(conn)  # before anything reads or writes it
 
     def __repr__(self) -> str:

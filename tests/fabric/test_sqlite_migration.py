@@ -156,3 +156,15 @@ def test_a_version_2_store_is_migrated_to_the_named_key_index_and_keeps_every_do
     assert not [n for n in indexes if n.startswith("sqlite_autoindex_documents")]  # no inline key left
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'documents_v2'").fetchone() == (0,)
     conn.close()
+
+
+def test_a_migration_is_announced_once_to_the_stores_notice(tmp_path):
+    path = tmp_path / "fabric.db"
+    _v2_store(path)
+    said: list[str] = []
+    with SQLiteStore(path, notice=said.append):
+        pass
+    with SQLiteStore(path, notice=said.append):  # migrated already: nothing to say
+        pass
+    assert [line for line in said if "upgrading" in line] == [f"agentctl: upgrading store {path} from schema version 2 to {SCHEMA_VERSION} "
+                    "(once; a large store takes a minute)"]
