@@ -139,7 +139,7 @@ def _numbers(numbers: Iterable[int]) -> bytes:
     return ((_NUMBER * len(column)) % column).encode("ascii")
 
 
-_NUMBER = "%%0%dd" % NUMBER_WIDTH
+_NUMBER = f"%0{NUMBER_WIDTH}d"  # a row number, zero-padded, for one % a column
 
 
 def fresh_writes(plan: CommitPlan) -> list[RowWrite] | None:

@@ -18,7 +18,7 @@ from lib.pipeline.idle_early_start import start_changed_homes
 from lib.types import AgentSourceConfig
 from tests.support.cli import CODEX_BIN
 from tests.test_cli_idle_early_codex import append_a_line
-from tests.test_cli_idle_fast_path import agentctl, steady_world
+from tests.test_cli_idle_fast_path import steady_world
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="CPU affinity is Linux's")
 
