@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from lib.fabric.sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate, schema_version, statements
 from lib.fabric.store_errors import StoreBusy, StoreError
@@ -40,6 +41,18 @@ def connect(path: str, busy_timeout: float, *, memory: bool) -> sqlite3.Connecti
         # a batch commit grows the -wal file; once checkpointed it shrinks back to this
         conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
     return conn
+
+
+IN_BATCH = 500  # keys per IN (...) query, well under SQLite's variable limit
+
+
+def rows_in_batches(conn: sqlite3.Connection, query: str, space_id: int,
+                    stored_keys: Sequence[str | bytes]) -> Iterator[tuple[Any, ...]]:
+    """The rows of `query` (`?` for the space id, then `{marks}` where the keys' IN list
+    goes) for `stored_keys`, IN_BATCH keys a query, each batch fetched whole."""
+    for start in range(0, len(stored_keys), IN_BATCH):
+        batch = stored_keys[start : start + IN_BATCH]
+        yield from conn.execute(query.format(marks=",".join("?" * len(batch))), (space_id, *batch)).fetchall()
 
 
 @contextlib.contextmanager

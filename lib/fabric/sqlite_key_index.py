@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from lib.fabric.cell_keys import cell
 from lib.fabric.lock_files import FileStoreLock
-from lib.fabric.sqlite_connections import write_transaction
+from lib.fabric.sqlite_connections import rows_in_batches, write_transaction
 from lib.fabric.sqlite_schema import KEY_INDEX
 from lib.fabric.store_errors import StoreBusy
 
@@ -53,7 +53,6 @@ _CREATE = f"CREATE UNIQUE INDEX {KEY_INDEX} ON documents (space_id, cell_id)"
 _DEDUPLICATE = (
     "DELETE FROM documents WHERE rowid NOT IN (SELECT max(rowid) FROM documents GROUP BY space_id, cell_id)"
 )
-_BATCH = 500  # keys per IN (...) query
 
 
 def index_present(conn: sqlite3.Connection) -> bool:
@@ -257,11 +256,5 @@ def _filled(conn: sqlite3.Connection) -> bool:
 
 
 def _fresh_roots(conn: sqlite3.Connection, space_id: int, keys: list[str | bytes]) -> set[str | bytes]:
-    found: set[str | bytes] = set()
-    for start in range(0, len(keys), _BATCH):
-        batch = keys[start : start + _BATCH]
-        found.update(k for (k,) in conn.execute(
-            f"SELECT cell_id FROM fresh_roots WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-            (space_id, *batch),
-        ))
-    return found
+    query = "SELECT cell_id FROM fresh_roots WHERE space_id = ? AND cell_id IN ({marks})"
+    return {k for (k,) in rows_in_batches(conn, query, space_id, keys)}

@@ -11,23 +11,18 @@ from collections.abc import Callable
 from lib.fabric import stored_values
 from lib.fabric.cell_keys import cell, key, keys
 from lib.fabric.commit_rules import Row
+from lib.fabric.sqlite_connections import rows_in_batches
 from lib.fabric.sqlite_labels import LabelRows
-
-_BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 
 
 def rows_of(conn: sqlite3.Connection, labels: LabelRows, space_id: int, cells: set[str]) -> dict[str, Row]:
     """The rows the cells have (absent ones have none)."""
-    ids = list(cells)
     rows: dict[str, Row] = {}
-    for start in range(0, len(ids), _BATCH):
-        batch = ids[start : start + _BATCH]
-        for stored_id, seq, labels_id, live in conn.execute(
-            "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
-            f"WHERE space_id = ? AND cell_id IN ({','.join('?' * len(batch))})",
-            (space_id, *keys(batch)),
-        ).fetchall():
-            rows[cell(stored_id)] = Row(seq, labels.labels(conn, labels_id), bool(live))
+    for stored_id, seq, labels_id, live in rows_in_batches(
+        conn, "SELECT cell_id, seq, labels_id, value IS NOT NULL FROM documents "
+        "WHERE space_id = ? AND cell_id IN ({marks})", space_id, keys(list(cells)),
+    ):
+        rows[cell(stored_id)] = Row(seq, labels.labels(conn, labels_id), bool(live))
     return rows
 
 

@@ -41,7 +41,14 @@ from lib.fabric.commit_rules import CommitPlan, RowWrite, resolve_commit
 from lib.fabric.documents import Document, Labels
 from lib.fabric.lock_files import FileStoreLock
 from lib.fabric.private_paths import Notice
-from lib.fabric.sqlite_connections import connect, failure, initialize, write_transaction
+from lib.fabric.sqlite_connections import (
+    IN_BATCH,
+    connect,
+    failure,
+    initialize,
+    rows_in_batches,
+    write_transaction,
+)
 from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.sqlite_key_index import KeyIndex, KeyIndexAbsent, index_present
 from lib.fabric.sqlite_labels import LabelRows
@@ -53,7 +60,6 @@ from lib.fabric.store_errors import StoreError
 from lib.fabric.store_lock import DEFAULT_TIMEOUT_SECONDS, LocalLockTable, OnWait, StoreLock
 from lib.fabric.thread_connections import ThreadConnections
 
-_BATCH = 500  # IDs per IN (...) query, well under SQLite's variable limit
 WAL_CHECK_SECONDS = 0.005  # how often wait_for_change asks whether another connection committed
 
 
@@ -188,8 +194,8 @@ class SQLiteStore(Store):
             space_id = self._space_id(conn, space)
         if space_id is None:
             return
-        for start in range(0, len(unique), _BATCH):
-            batch = unique[start : start + _BATCH]
+        for start in range(0, len(unique), IN_BATCH):
+            batch = unique[start : start + IN_BATCH]
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
                 rows = conn.execute(
@@ -228,13 +234,8 @@ class SQLiteStore(Store):
             space_id = self._space_id(conn, space)
             if space_id is None:
                 return found
-            for start in range(0, len(unique), _BATCH):
-                batch = unique[start : start + _BATCH]
-                found.update(cell(stored_id) for (stored_id,) in conn.execute(
-                    f"SELECT cell_id FROM documents WHERE space_id = ? AND value IS NOT NULL "
-                    f"AND cell_id IN ({','.join('?' * len(batch))})",
-                    (space_id, *map(key, batch)),
-                ))
+            query = "SELECT cell_id FROM documents WHERE space_id = ? AND value IS NOT NULL AND cell_id IN ({marks})"
+            found.update(cell(stored_id) for (stored_id,) in rows_in_batches(conn, query, space_id, keys(unique)))
         return found
 
     def head(self, space: str) -> int:
@@ -370,15 +371,15 @@ class SQLiteStore(Store):
         """A plan that writes nothing: its checks against one read snapshot (a deferred
         transaction takes no write lock, so this never waits for a writer)."""
         with self._connection() as conn:
-            self._key_index.end(conn)
-        with self._connection() as conn, write_transaction(conn, "BEGIN"):
-            space_id = self._space_id(conn, plan.space)
-            if space_id is None:  # nothing was ever written: every read saw version 0
-                resolve_commit(plan, {}, text_loader(conn, -1, plan.space))
-                return 0
-            rows = rows_of(conn, self._labels, space_id, plan.cells())
-            resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
-            (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
+            self._key_index.end(conn)  # its own deferred index built first, outside the read
+            with write_transaction(conn, "BEGIN"):
+                space_id = self._space_id(conn, plan.space)
+                if space_id is None:  # nothing was ever written: every read saw version 0
+                    resolve_commit(plan, {}, text_loader(conn, -1, plan.space))
+                    return 0
+                rows = rows_of(conn, self._labels, space_id, plan.cells())
+                resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
+                (head,) = conn.execute("SELECT head FROM spaces WHERE id = ?", (space_id,)).fetchone()
         return head
 
 
