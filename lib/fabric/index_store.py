@@ -25,6 +25,7 @@ from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, read_root, read_rows
+from lib.fabric.prior_table import PriorRows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
@@ -59,7 +60,8 @@ class IndexCells:
 
 @dataclass
 class PriorIndex:
-    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # packed rows (packed_rows.py)
+    # packed rows (packed_rows.py); read from the store, one table (prior_table.py)
+    rows: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: list[dict[str, Any]] = field(default_factory=list)
     checkouts: list[dict[str, Any]] = field(default_factory=list)
     generation: int = 0
@@ -166,7 +168,7 @@ def changed_since(target: GraphTarget, seq: int, cells: set[str]) -> bool:
 def _copy(prior: PriorIndex) -> PriorIndex:
     """A prior a publication may use as its own: containers copied, rows shared (a
     publication copies a row before it changes it)."""
-    rows = dict(prior.rows)
+    rows = prior.rows if isinstance(prior.rows, PriorRows) else dict(prior.rows)  # a table is read-only
     links = prior.row_links.copy(rows) if isinstance(prior.row_links, RowLinks) else dict(prior.row_links)
     return PriorIndex(
         rows=rows, sources=list(prior.sources), checkouts=list(prior.checkouts),

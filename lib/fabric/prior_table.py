@@ -1,0 +1,263 @@
+"""The prior complete index's rows, held as one table, not an object per row (issue 14 goal 4).
+
+A publication reads every prior row when it opens and holds them until its commit. As a
+`PackedRow` each (its object, its block's offset, its `StoredPreviews` and the row cell's
+ID held as a string), 25,000 rows held about 9 MB from the opening to the commit, the
+listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-speed.md,
+"Session 26: memory before the publication opens"). `PriorRows` keeps per row only:
+
+- its block in the table's own file (packed_rows.py: the same block a PackedRow keeps)
+  and the block's place there (8 bytes);
+- its key (interned: the ordering's entry and every intent share the one string);
+- its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
+- its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
+  writes); rows of another shape keep their link or previews in a dict;
+- a 64-bit hash of its key in a sorted array for look-ups by key.
+
+Each row is made when asked (`TableRow`, a PackedRow whose parts are the table's), so
+the rules read it as they read any packed row. The table is read-only once read.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Any
+
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import PackedPreviews, StoredPreviews
+from lib.fabric.packed_rows import (
+    ABSENT,
+    NO_PREVIEWS,
+    BlockFile,
+    PackedRow,
+    block_bytes,
+    block_ref,
+    decoded_block,
+    held,
+    pack_block,
+)
+from lib.fabric.values import Link
+
+_ID_PREFIX = "of:fid1:"
+_ID_BODY = 43
+_NO_CELL = b"\x00" * _ID_BODY
+_HAS_CELL, _STORED_PREVIEWS = 1, 2  # a row's flags
+
+
+class PriorRows(Mapping[str, PackedRow]):
+    """The prior rows by key, in the index's order (`add`, then read-only)."""
+
+    def __init__(self, store: Any, space: str) -> None:
+        self._store, self._space = store, space
+        self._blocks = BlockFile()
+        self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
+        self._large: list[bytes] = []
+        self._keys: list[str] = []
+        self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
+        self._values: list[Any] = []
+        self._value_at: dict[tuple[type, Any], int] = {}
+        self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
+        self._flags = bytearray()
+        self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
+        self._hashes = array("q")  # the keys' hashes, sorted, and the row each is
+        self._order = array("I")
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
+        """One row, its `link` (the root's link to its cell) and whether its previews are
+        still in that cell (StoredPreviews), in the index's order."""
+        at = len(self._keys)
+        fields = dict(row)
+        previews = fields.get(PREVIEWS, NO_PREVIEWS)
+        if previews is not NO_PREVIEWS:
+            fields[PREVIEWS] = None  # its place in the field order, as PackedRow keeps it
+        block = pack_block(fields)
+        ref = block_ref(self._blocks, block)
+        if ref is None:
+            self._large.append(block)
+            ref = -len(self._large)
+        self._refs.append(ref)
+        self._keys.append(held(fields["key"]))
+        for name in ("status", "sourceId", "gitWorktreeRoot"):
+            self._held.append(self._value(fields.get(name, ABSENT)))
+        flags = 0
+        if type(link) is Link and link.space == self._space and not link.path:
+            flags |= _HAS_CELL
+            body = link.id[len(_ID_PREFIX):]
+            if link.id.startswith(_ID_PREFIX) and len(body) == _ID_BODY and body.isascii():
+                self._cells += body.encode("ascii")
+            else:
+                self._cells += _NO_CELL
+                self._other[at] = link.id
+        else:
+            self._cells += _NO_CELL
+            if type(link) is Link:
+                self._other[at] = link
+        if stored_previews and flags & _HAS_CELL:
+            flags |= _STORED_PREVIEWS
+        elif previews is not NO_PREVIEWS:
+            self._other[~at] = PackedPreviews(previews) if isinstance(previews, list | tuple) else previews
+        self._flags.append(flags)
+
+    def duplicate(self) -> int | None:
+        """Where a key appears again (the later row), after indexing every key; None when
+        each key appears once."""
+        keys = self._keys
+        order = sorted(range(len(keys)), key=lambda at: hash(keys[at]))
+        self._hashes = array("q", (hash(keys[at]) for at in order))
+        self._order = array("I", order)
+        hashes = self._hashes
+        for i in range(1, len(order)):
+            if hashes[i] == hashes[i - 1]:
+                for j in range(i - 1, -1, -1):
+                    if hashes[j] != hashes[i]:
+                        break
+                    if keys[order[j]] == keys[order[i]]:
+                        return max(order[i], order[j])
+        return None
+
+    def _value(self, value: Any) -> int:
+        try:
+            named = (type(value), value)
+            at = self._value_at.get(named)
+        except TypeError:  # unhashable: a value of its own
+            named, at = None, None
+        if at is None:
+            at = len(self._values)
+            self._values.append(held(value))
+            if named is not None:
+                self._value_at[named] = at
+        return at
+
+    # -- a row -----------------------------------------------------------------------------
+
+    def position(self, key: Any) -> int | None:
+        """The row of `key`, or None."""
+        if len(self._hashes) != len(self._keys):
+            self.duplicate()
+        if type(key) is not str:
+            return None
+        hashes, h = self._hashes, hash(key)
+        i = bisect_left(hashes, h)
+        while i < len(hashes) and hashes[i] == h:
+            at = self._order[i]
+            if self._keys[at] == key:
+                return at
+            i += 1
+        return None
+
+    def row(self, at: int) -> TableRow:
+        row = object.__new__(TableRow)
+        values, first = self._values, 3 * at
+        row.key = self._keys[at]
+        row.status = values[self._held[first]]
+        row.source_id = values[self._held[first + 1]]
+        row.worktree = values[self._held[first + 2]]
+        row._file, row._at, row._previews = self, at, None
+        return row
+
+    def fields(self, at: int) -> dict[str, Any]:
+        ref = self._refs[at]
+        return decoded_block(self._blocks, ref) if ref >= 0 else decoded_block(None, self._large[-1 - ref])
+
+    def block(self, at: int) -> bytes:
+        ref = self._refs[at]
+        return block_bytes(self._blocks, ref) if ref >= 0 else self._large[-1 - ref]
+
+    def packed(self, at: int, previews: Any) -> PackedRow:
+        """Row `at` as a PackedRow of its own with `previews` (its block shared)."""
+        out = self.row(at)
+        out.__class__ = PackedRow
+        ref = self._refs[at]
+        out._file, out._at = (self._blocks, ref) if ref >= 0 else (None, self._large[-1 - ref])
+        out._previews = previews
+        return out
+
+    def cell(self, at: int) -> str | None:
+        """Row `at`'s cell ID (a link into this space at no path), or None."""
+        if not self._flags[at] & _HAS_CELL:
+            return None
+        other = self._other.get(at)
+        if other is not None:
+            return other
+        return _ID_PREFIX + self._cells[_ID_BODY * at : _ID_BODY * (at + 1)].decode("ascii")
+
+    def link(self, at: int) -> Link | None:
+        """The root's link to row `at`'s cell, or None (a row held in the root itself)."""
+        cell = self.cell(at)
+        if cell is not None:
+            return Link.trusted(cell, self._space)
+        other = self._other.get(at)
+        return other if type(other) is Link else None
+
+    def previews(self, at: int) -> Any:
+        if self._flags[at] & _STORED_PREVIEWS:
+            return StoredPreviews(self._store, self._space, self.cell(at))  # type: ignore[arg-type]
+        return self._other.get(~at, NO_PREVIEWS)
+
+    # -- Mapping ---------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> PackedRow:
+        at = self.position(key)
+        if at is None:
+            raise KeyError(key)
+        return self.row(at)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        at = self.position(key)
+        return default if at is None else self.row(at)
+
+    def __contains__(self, key: object) -> bool:
+        return self.position(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def items(self) -> ItemsView[str, PackedRow]:
+        return _Items(self)
+
+    def values(self) -> ValuesView[PackedRow]:
+        return _Values(self)
+
+
+class _Items(ItemsView[str, PackedRow]):
+    _mapping: PriorRows
+
+    def __iter__(self) -> Iterator[tuple[str, PackedRow]]:
+        table = self._mapping
+        for at, key in enumerate(table._keys):
+            yield key, table.row(at)
+
+
+class _Values(ValuesView[PackedRow]):
+    _mapping: PriorRows
+
+    def __iter__(self) -> Iterator[PackedRow]:
+        table = self._mapping
+        return (table.row(at) for at in range(len(table)))
+
+
+class TableRow(PackedRow):
+    """A prior row made from its table when asked: `_file` is the table, `_at` the row."""
+
+    __slots__ = ()
+    _file: PriorRows  # type: ignore[assignment]
+    _at: int
+
+    def _fields(self) -> dict[str, Any]:
+        return self._file.fields(self._at)
+
+    def _bytes(self) -> bytes:
+        return self._file.block(self._at)
+
+    def _stand_in(self) -> Any:
+        return self._file.previews(self._at)
+
+    def with_previews(self, previews: Any) -> PackedRow:
+        return self._file.packed(self._at, previews)
