@@ -8,7 +8,10 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
 
 - its block in the table's own file (packed_rows.py: the same block a PackedRow keeps)
   and the block's place there (8 bytes);
-- its key (interned: the ordering's entry and every intent share the one string);
+- its key's UTF-8 bytes in one buffer (no string a row: the key strings, allocated as
+  each batch was decoded and kept, pinned the allocator's arenas the batch's other
+  objects had shared, so RSS stayed as high as when every row was held); a row made
+  from the table gets its key interned, the ordering's own string when it has one;
 - its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
 - its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
   writes); rows of another shape keep their link or previews in a dict;
@@ -20,6 +23,7 @@ the rules read it as they read any packed row. The table is read-only once read.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
@@ -54,7 +58,9 @@ class PriorRows(Mapping[str, PackedRow]):
         self._blocks = BlockFile()
         self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
         self._large: list[bytes] = []
-        self._keys: list[str] = []
+        self._keys = bytearray()  # each row's key, UTF-8, ending at `_key_ends[row]`
+        self._key_ends = array("Q")
+        self._key_hashes = array("q")
         self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
         self._values: list[Any] = []
         self._value_at: dict[tuple[type, Any], int] = {}
@@ -69,7 +75,7 @@ class PriorRows(Mapping[str, PackedRow]):
     def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
         """One row, its `link` (the root's link to its cell) and whether its previews are
         still in that cell (StoredPreviews), in the index's order."""
-        at = len(self._keys)
+        at = len(self._key_ends)
         fields = dict(row)
         previews = fields.get(PREVIEWS, NO_PREVIEWS)
         if previews is not NO_PREVIEWS:
@@ -80,7 +86,10 @@ class PriorRows(Mapping[str, PackedRow]):
             self._large.append(block)
             ref = -len(self._large)
         self._refs.append(ref)
-        self._keys.append(held(fields["key"]))
+        key = fields["key"]
+        self._keys += key.encode("utf-8", "surrogatepass")
+        self._key_ends.append(len(self._keys))
+        self._key_hashes.append(hash(key))
         for name in ("status", "sourceId", "gitWorktreeRoot"):
             self._held.append(self._value(fields.get(name, ABSENT)))
         flags = 0
@@ -105,17 +114,16 @@ class PriorRows(Mapping[str, PackedRow]):
     def duplicate(self) -> int | None:
         """Where a key appears again (the later row), after indexing every key; None when
         each key appears once."""
-        keys = self._keys
-        order = sorted(range(len(keys)), key=lambda at: hash(keys[at]))
-        self._hashes = array("q", (hash(keys[at]) for at in order))
+        by_row = self._key_hashes
+        order = sorted(range(len(by_row)), key=by_row.__getitem__)
+        self._hashes = hashes = array("q", (by_row[at] for at in order))
         self._order = array("I", order)
-        hashes = self._hashes
         for i in range(1, len(order)):
             if hashes[i] == hashes[i - 1]:
                 for j in range(i - 1, -1, -1):
                     if hashes[j] != hashes[i]:
                         break
-                    if keys[order[j]] == keys[order[i]]:
+                    if self.key(order[j]) == self.key(order[i]):
                         return max(order[i], order[j])
         return None
 
@@ -136,7 +144,7 @@ class PriorRows(Mapping[str, PackedRow]):
 
     def position(self, key: Any) -> int | None:
         """The row of `key`, or None."""
-        if len(self._hashes) != len(self._keys):
+        if len(self._hashes) != len(self._key_ends):
             self.duplicate()
         if type(key) is not str:
             return None
@@ -144,15 +152,20 @@ class PriorRows(Mapping[str, PackedRow]):
         i = bisect_left(hashes, h)
         while i < len(hashes) and hashes[i] == h:
             at = self._order[i]
-            if self._keys[at] == key:
+            if self.key(at) == key:
                 return at
             i += 1
         return None
 
+    def key(self, at: int) -> str:
+        """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
+        start = self._key_ends[at - 1] if at else 0
+        return sys.intern(self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass"))
+
     def row(self, at: int) -> TableRow:
         row = object.__new__(TableRow)
         values, first = self._values, 3 * at
-        row.key = self._keys[at]
+        row.key = self.key(at)
         row.status = values[self._held[first]]
         row.source_id = values[self._held[first + 1]]
         row.worktree = values[self._held[first + 2]]
@@ -214,10 +227,10 @@ class PriorRows(Mapping[str, PackedRow]):
         return self.position(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+        return map(self.key, range(len(self._key_ends)))
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._key_ends)
 
     def items(self) -> ItemsView[str, PackedRow]:
         return _Items(self)
@@ -231,8 +244,9 @@ class _Items(ItemsView[str, PackedRow]):
 
     def __iter__(self) -> Iterator[tuple[str, PackedRow]]:
         table = self._mapping
-        for at, key in enumerate(table._keys):
-            yield key, table.row(at)
+        for at in range(len(table)):
+            row = table.row(at)
+            yield row.key, row
 
 
 class _Values(ValuesView[PackedRow]):
