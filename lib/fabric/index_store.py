@@ -24,10 +24,15 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, read_root, read_rows
+from lib.fabric.prior_rows import (
+    PRESERVED_LINK_FIELDS,
+    RowLinks,
+    linked_as_is,
+    read_root,
+    read_rows,
+)
 from lib.fabric.prior_table import PriorRows
 from lib.fabric.row_cells import direct_rows, root_text
-from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import (
     SESSION_INDEX_ARRAY_SCOPE,
     scope,
@@ -237,8 +242,8 @@ def commit_indexes(
     all_cause = all_session_index_cause(space, owner)
     links: dict[str, Link] = {}
     for row in complete["sessions"]:
-        link = prior.row_links.get(row["key"])  # one look-up (RowLinks makes the link)
-        if link is not None and same_row(row, prior.rows[row["key"]]):
+        link = linked_as_is(prior.rows, prior.row_links, row)
+        if link is not None:
             links[row["key"]] = link
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0

@@ -20,6 +20,7 @@ import orjson
 from lib.fabric.graph_read import GraphReadError, hydrate_value
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.prior_table import PriorRows
+from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import FabricSchemaError, parse_session_index, session_row_problem
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.stored_values import SameSpaceLinks
@@ -130,6 +131,16 @@ class RowLinks(Mapping[str, Link]):
     def copy(self, rows: Mapping[str, Mapping[str, Any]]) -> RowLinks:
         """These links (over the same read-only table)."""
         return self
+
+
+def linked_as_is(rows: Mapping[str, Any], links: Mapping[str, Link], row: Mapping[str, Any]) -> Link | None:
+    """The stored cell's link of a row equal to its prior row (`rows`, linked by `links`),
+    else None. A row of the prior table itself takes its link from its place there, with
+    no look-up by key."""
+    if type(rows) is PriorRows and rows.owns(row):
+        return rows.link(row._at)  # type: ignore[attr-defined]
+    link = links.get(row["key"])  # one look-up (RowLinks makes the link)
+    return link if link is not None and same_row(row, rows[row["key"]]) else None
 
 
 def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], list[bool]]:

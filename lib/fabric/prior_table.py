@@ -15,7 +15,8 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
 - its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
 - its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
   writes); rows of another shape keep their link or previews in a dict;
-- a 64-bit hash of its key in a sorted array for look-ups by key.
+- its key's hash (8 bytes), and its place in an open-addressed table of rows by that
+  hash (4 bytes a slot, at most half the slots filled) for look-ups by key.
 
 Each row is made when asked (`TableRow`, a PackedRow whose parts are the table's), so
 the rules read it as they read any packed row. The table is read-only once read.
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import sys
 from array import array
-from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
@@ -67,8 +67,8 @@ class PriorRows(Mapping[str, PackedRow]):
         self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
         self._flags = bytearray()
         self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
-        self._hashes = array("q")  # the keys' hashes, sorted, and the row each is
-        self._order = array("I")
+        self._slots = array("i")  # rows by their key's hash, open addressing (-1: empty)
+        self._indexed = -1  # rows in `_slots`
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -114,18 +114,22 @@ class PriorRows(Mapping[str, PackedRow]):
     def duplicate(self) -> int | None:
         """Where a key appears again (the later row), after indexing every key; None when
         each key appears once."""
-        by_row = self._key_hashes
-        order = sorted(range(len(by_row)), key=by_row.__getitem__)
-        self._hashes = hashes = array("q", (by_row[at] for at in order))
-        self._order = array("I", order)
-        for i in range(1, len(order)):
-            if hashes[i] == hashes[i - 1]:
-                for j in range(i - 1, -1, -1):
-                    if hashes[j] != hashes[i]:
-                        break
-                    if self.key(order[j]) == self.key(order[i]):
-                        return max(order[i], order[j])
-        return None
+        hashes, duplicate = self._key_hashes, None
+        size = 8
+        while size < 2 * len(hashes):
+            size *= 2
+        slots = self._slots = array("i", [-1]) * size
+        mask = size - 1
+        for at, h in enumerate(hashes):
+            slot = h & mask
+            while slots[slot] >= 0:
+                other = slots[slot]
+                if duplicate is None and hashes[other] == h and self._text(other) == self._text(at):
+                    duplicate = at
+                slot = (slot + 1) & mask
+            slots[slot] = at
+        self._indexed = len(hashes)
+        return duplicate
 
     def _value(self, value: Any) -> int:
         try:
@@ -144,23 +148,32 @@ class PriorRows(Mapping[str, PackedRow]):
 
     def position(self, key: Any) -> int | None:
         """The row of `key`, or None."""
-        if len(self._hashes) != len(self._key_ends):
+        if self._indexed != len(self._key_ends):
             self.duplicate()
+        slots = self._slots
         if type(key) is not str:
             return None
-        hashes, h = self._hashes, hash(key)
-        i = bisect_left(hashes, h)
-        while i < len(hashes) and hashes[i] == h:
-            at = self._order[i]
-            if self.key(at) == key:
+        hashes, h, mask = self._key_hashes, hash(key), len(slots) - 1
+        slot = h & mask
+        while True:
+            at = slots[slot]
+            if at < 0:
+                return None
+            if hashes[at] == h and self._text(at) == key:
                 return at
-            i += 1
-        return None
+            slot = (slot + 1) & mask
 
     def key(self, at: int) -> str:
         """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
+        return sys.intern(self._text(at))
+
+    def _text(self, at: int) -> str:
         start = self._key_ends[at - 1] if at else 0
-        return sys.intern(self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass"))
+        return self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass")
+
+    def owns(self, row: Any) -> bool:
+        """Whether `row` is one of this table's own (its place is `row._at`)."""
+        return type(row) is TableRow and row._file is self
 
     def row(self, at: int) -> TableRow:
         row = object.__new__(TableRow)

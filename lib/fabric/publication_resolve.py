@@ -96,8 +96,11 @@ def resolve(
     ordering = prior.ordering
     read = prior.rows if read is None else read
     for key, touch in touches.items():
-        own = read[key] if touch.kind == "prior" else touch.row
-        row = _touched_row(prior.rows.get(key), key, touch, own, ordering)
+        fresh = prior.rows.get(key)
+        # a "prior" touch's row is the one read at the start: the fresh one itself when
+        # the publication's prior is current (a table row is made once, not twice)
+        own = (fresh if read is prior.rows else read[key]) if touch.kind == "prior" else touch.row
+        row = _touched_row(fresh, key, touch, own, ordering)
         if row is not None:
             out.rows[key] = row
             if row is own and own is not None:
@@ -109,8 +112,9 @@ def resolve(
         _source_row(prior, sid, verdict, out, ordering)
     # Rows of sources this publication did not collect in full (other sources, targeted
     # refreshes) stay as they are: only an inventory verdict changes them.
-    for key, row in prior.rows.items():
-        out.rows.setdefault(key, _kept(row))
+    for key in prior.rows:  # a row is made only when kept here (prior_table.py makes each when asked)
+        if key not in out.rows:
+            out.rows[key] = _kept(prior.rows[key])
     return out
 
 
