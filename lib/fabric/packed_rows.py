@@ -122,6 +122,10 @@ class PackedRow(Mapping[str, Any]):
             out[PREVIEWS] = previews
         return out
 
+    def fields(self) -> Mapping[str, Any]:
+        """Its fields as decoded, read-only (shared), without its previews' stand-in."""
+        return self._fields()
+
     def __fabric_json__(self) -> dict[str, Any]:
         return self.plain()
 

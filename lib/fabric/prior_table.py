@@ -252,6 +252,18 @@ class PriorRows(Mapping[str, PackedRow]):
         return _Values(self)
 
 
+def row_fields(rows: Mapping[str, Mapping[str, Any]], key: str) -> Mapping[str, Any]:
+    """The fields of `rows[key]` at once, read-only, without its previews (a packed row's
+    block decoded once; a table's row not even made). KeyError when there is none."""
+    if type(rows) is PriorRows:
+        at = rows.position(key)
+        if at is None:
+            raise KeyError(key)
+        return rows.fields(at)
+    row = rows[key]
+    return row.fields() if isinstance(row, PackedRow) else row
+
+
 class _Items(ItemsView[str, PackedRow]):
     _mapping: PriorRows
 
