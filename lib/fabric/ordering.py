@@ -118,8 +118,14 @@ class OrderingState:
 
 def _sorted(sequences: dict[str, int]) -> dict[str, int]:
     """`sequences` in key order, by sorting the keys alone: a sorted list of (key,
-    sequence) pairs held a tuple a session at the commit (issue 14 goal 4)."""
-    return {key: sequences[key] for key in sorted(sequences)}
+    sequence) pairs held a tuple a session at the commit (issue 14 goal 4). Itself when
+    it is in key order already (read from the stored value, and only known sessions
+    recorded since): a copy was a dict of every session in the commit's final
+    transaction, where its peak is."""
+    keys = sorted(sequences)
+    if all(a is b or a == b for a, b in zip(keys, sequences, strict=True)):
+        return sequences
+    return {key: sequences[key] for key in keys}
 
 
 def _sequences(value: Any) -> dict[str, int]:

@@ -313,6 +313,7 @@ class Publication:
                 checkouts = self._checkouts.rows(live_roots=live_roots, prior=prior.checkouts,
                                                  directories=self._directories)
                 ordering = prior.ordering.merged(resolved.recorded)
+                resolved.recorded.sessions.clear()  # merged: an entry a session, not held through the commit
                 if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
                     cells = indexes.commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
                 else:
