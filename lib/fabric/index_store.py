@@ -24,13 +24,10 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, read_root, read_rows
+from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, linked_as_is, read_root, read_rows
+from lib.fabric.prior_table import PriorRows
 from lib.fabric.row_cells import direct_rows, root_text
-from lib.fabric.same_rows import same_row
-from lib.fabric.schemas import (
-    SESSION_INDEX_ARRAY_SCOPE,
-    scope,
-)
+from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 from lib.memory_release import release_freed_memory
@@ -60,7 +57,8 @@ class IndexCells:
 
 @dataclass
 class PriorIndex:
-    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # packed rows (packed_rows.py)
+    # packed rows (packed_rows.py); read from the store, one table (prior_table.py)
+    rows: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: list[dict[str, Any]] = field(default_factory=list)
     checkouts: list[dict[str, Any]] = field(default_factory=list)
     generation: int = 0
@@ -167,7 +165,7 @@ def changed_since(target: GraphTarget, seq: int, cells: set[str]) -> bool:
 def _copy(prior: PriorIndex) -> PriorIndex:
     """A prior a publication may use as its own: containers copied, rows shared (a
     publication copies a row before it changes it)."""
-    rows = dict(prior.rows)
+    rows = prior.rows if isinstance(prior.rows, PriorRows) else dict(prior.rows)  # a table is read-only
     links = prior.row_links.copy(rows) if isinstance(prior.row_links, RowLinks) else dict(prior.row_links)
     return PriorIndex(
         rows=rows, sources=list(prior.sources), checkouts=list(prior.checkouts),
@@ -236,8 +234,8 @@ def commit_indexes(
     all_cause = all_session_index_cause(space, owner)
     links: dict[str, Link] = {}
     for row in complete["sessions"]:
-        link = prior.row_links.get(row["key"])  # one look-up (RowLinks makes the link)
-        if link is not None and same_row(row, prior.rows[row["key"]]):
+        link = linked_as_is(prior.rows, prior.row_links, row)
+        if link is not None:
             links[row["key"]] = link
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0

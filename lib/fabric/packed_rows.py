@@ -40,8 +40,8 @@ from lib.fabric.values import Link
 
 _LINK = "\x00link"  # a link's tag in the JSON block (no Fabric value starts a key with NUL)
 _JSON, _PICKLE = b"j", b"p"
-_NO_PREVIEWS = object()
-_ABSENT = object()  # a held field the row does not have
+NO_PREVIEWS = _NO_PREVIEWS = object()  # a row without the field
+ABSENT = _ABSENT = object()  # a held field the row does not have
 # the fields every rule reads of every row, held beside the block (the commit reads
 # every live row's gitWorktreeRoot for the checkout rows: held, no block is decoded)
 _HELD = {"key": "key", "status": "status", "sourceId": "source_id", "gitWorktreeRoot": "worktree"}
@@ -73,7 +73,8 @@ class PackedRow(Mapping[str, Any]):
 
     def stored_previews(self) -> StoredPreviews | None:
         """Its previews when they are still in a stored row's cell (StoredPreviews)."""
-        return self._previews if type(self._previews) is StoredPreviews else None
+        previews = self._stand_in()
+        return previews if type(previews) is StoredPreviews else None
 
     def with_previews(self, previews: Any) -> PackedRow:
         """This row with other previews (the same fields: the block is shared)."""
@@ -92,9 +93,11 @@ class PackedRow(Mapping[str, Any]):
             if value is _ABSENT:
                 raise KeyError(name)
             return value
-        if name == PREVIEWS and self._previews is not _NO_PREVIEWS:
-            return self._previews
-        return _fields(self._file, self._at)[name]
+        if name == PREVIEWS:
+            previews = self._stand_in()
+            if previews is not _NO_PREVIEWS:
+                return previews
+        return self._fields()[name]
 
     def get(self, name: str, default: Any = None) -> Any:
         try:
@@ -103,20 +106,25 @@ class PackedRow(Mapping[str, Any]):
             return default
 
     def __contains__(self, name: object) -> bool:
-        return name in _fields(self._file, self._at)
+        return name in self._fields()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(_fields(self._file, self._at))
+        return iter(self._fields())
 
     def __len__(self) -> int:
-        return len(_fields(self._file, self._at))
+        return len(self._fields())
 
     def plain(self) -> dict[str, Any]:
         """The row as a dict (its previews still whatever stand-in they are)."""
-        out = dict(_fields(self._file, self._at))
-        if self._previews is not _NO_PREVIEWS:
-            out[PREVIEWS] = self._previews
+        out = dict(self._fields())
+        previews = self._stand_in()
+        if previews is not _NO_PREVIEWS:
+            out[PREVIEWS] = previews
         return out
+
+    def fields(self) -> Mapping[str, Any]:
+        """Its fields as decoded, read-only (shared), without its previews' stand-in."""
+        return self._fields()
 
     def __fabric_json__(self) -> dict[str, Any]:
         return self.plain()
@@ -125,14 +133,26 @@ class PackedRow(Mapping[str, Any]):
         """True when both hold the same packed fields and known-equal previews; None when
         only their values can tell (JSON blocks of equal fields are equal bytes)."""
         if self._file is other._file and self._at == other._at:
-            same = True  # one block (with_previews)
+            same = True  # one block (with_previews), or one row of a prior table
         else:
-            mine = _block(self._file, self._at)
-            same = mine[:1] == _JSON and mine == _block(other._file, other._at)
+            mine = self._bytes()
+            same = mine[:1] == _JSON and mine == other._bytes()
         if same:
-            if self._previews is other._previews or same_previews(self._previews, other._previews):
+            previews, others = self._stand_in(), other._stand_in()
+            if previews is others or same_previews(previews, others):
                 return True
         return None
+
+    # -- where its parts are (prior_table.TableRow keeps them in its table) ------------
+
+    def _fields(self) -> dict[str, Any]:
+        return _fields(self._file, self._at)
+
+    def _bytes(self) -> bytes:
+        return _block(self._file, self._at)
+
+    def _stand_in(self) -> Any:
+        return self._previews
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PackedRow):
@@ -145,6 +165,25 @@ class PackedRow(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"PackedRow({self.plain()!r})"
+
+
+def pack_block(row: Mapping[str, Any]) -> bytes:
+    """The block a PackedRow of `row` keeps (its fields; previews excluded by the caller)."""
+    return _pack(dict(row))
+
+
+def decoded_block(spill: BlockFile, at: int) -> dict[str, Any]:
+    """The fields of the block at `at` of `spill` (read-only; the last two decoded kept)."""
+    return _fields(spill, at)
+
+
+def block_bytes(spill: BlockFile, at: int) -> bytes:
+    return _block(spill, at)
+
+
+def held(value: Any) -> Any:
+    """A held field's value as a PackedRow holds it (a string interned)."""
+    return _shared(value)
 
 
 def packed(row: Mapping[str, Any]) -> PackedRow:
@@ -222,7 +261,7 @@ def _json_exact(value: Any, top: bool = True) -> bool:
     return False  # tuples (read back as lists), anything else
 
 
-class _BlockFile:
+class BlockFile:
     """Row blocks appended to an unlinked private temporary file (0600); closed when no
     row refers to it any more (each row holds its file), or when the process ends."""
 
@@ -247,11 +286,11 @@ class _BlockFile:
 # then new rows go to a new one (an old one closes once its last row is gone).
 ROTATE_BYTES = 64 << 20
 _LENGTH = 1 << 24  # a block's place in its file: offset * _LENGTH + length
-_current: _BlockFile | None = None
+_current: BlockFile | None = None
 _current_lock = threading.Lock()
 
 
-def _store(block: bytes) -> tuple[_BlockFile | None, Any]:
+def _store(block: bytes) -> tuple[BlockFile | None, Any]:
     """Where `block` is kept: (its file, offset * _LENGTH + length); a block too large
     for that is kept in memory, (None, block)."""
     global _current
@@ -259,12 +298,20 @@ def _store(block: bytes) -> tuple[_BlockFile | None, Any]:
         return None, block
     with _current_lock:
         if _current is None or _current.end >= ROTATE_BYTES or _current.pid != os.getpid():
-            _current = _BlockFile()
+            _current = BlockFile()
         spill = _current
     return spill, spill.append(block) * _LENGTH + len(block)
 
 
-def _block(spill: _BlockFile | None, at: Any) -> bytes:
+def block_ref(spill: BlockFile, block: bytes) -> int | None:
+    """`block` appended to `spill`: its place there, or None when it is too large for
+    one (kept in memory by the caller, as `_store` keeps it)."""
+    if len(block) >= _LENGTH:
+        return None
+    return spill.append(block) * _LENGTH + len(block)
+
+
+def _block(spill: BlockFile | None, at: Any) -> bytes:
     if spill is None:
         return at
     return spill.read(at // _LENGTH, at % _LENGTH)
@@ -275,7 +322,7 @@ def _block(spill: _BlockFile | None, at: Any) -> bytes:
 _recent: list[tuple[Any, Any, dict[str, Any]]] = [(None, None, {}), (None, None, {})]
 
 
-def _fields(spill: _BlockFile | None, at: Any) -> dict[str, Any]:
+def _fields(spill: BlockFile | None, at: Any) -> dict[str, Any]:
     """The row's fields, read-only (shared between calls)."""
     newest, older = _recent
     if newest[0] is spill and newest[1] == at:

@@ -19,8 +19,8 @@ import orjson
 
 from lib.fabric.graph_read import GraphReadError, hydrate_value
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import StoredPreviews
-from lib.fabric.packed_rows import PackedRow
+from lib.fabric.prior_table import PriorRows
+from lib.fabric.same_rows import same_row
 from lib.fabric.schemas import FabricSchemaError, parse_session_index, session_row_problem
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.stored_values import SameSpaceLinks
@@ -63,7 +63,8 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
     prior.sources = [dict(r) for r in parsed.sources]
     prior.checkouts = [dict(r) for r in parsed.checkouts]
     prior.generation = parsed.generation
-    row_links = prior.row_links = RowLinks(prior.rows, target.space)
+    table = prior.rows = PriorRows(target.store, target.space)  # one table, no object per row
+    prior.row_links = RowLinks(table)
     for start in range(0, len(links or ()), batch_size):
         batch = links[start : start + batch_size]  # type: ignore[index]
         if short:
@@ -71,51 +72,43 @@ def read_rows(target: GraphTarget, stored: Any, prior: PriorIndex, batch_size: i
         rows, stored = _read_batch(target, batch)
         for position, (link, row, kept) in enumerate(zip(batch, rows, stored, strict=True), start=start):
             previews = row.get(PREVIEWS) if isinstance(row, dict) else None
-            stored_previews = kept or (type(link) is Link and isinstance(previews, list) and all(
-                type(m) is Link and m.space == target.space for m in previews))
+            stored_previews = kept or (
+                type(link) is Link and link.space == target.space and not link.path
+                and isinstance(previews, list) and all(type(m) is Link and m.space == target.space for m in previews))
             if isinstance(row, dict) and isinstance(previews, list) and not stored_previews:
                 row = {**row, PREVIEWS: hydrate_value(target.store, target.space, previews)}
             problem = session_row_problem({**row, PREVIEWS: []} if stored_previews else row)
-            if problem is None and row["key"] in prior.rows:
-                problem = f"row {row['key']} appears twice"
             if problem is not None:
-                named = row.get("key") if isinstance(row, dict) and isinstance(row.get("key"), str) else None
-                raise FabricSchemaError(
-                    "invalid-index-row",
-                    f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
-                    f"{problem}; nothing was published: repair or remove that row",
-                )
-            if stored_previews:
-                row = {**row, PREVIEWS: StoredPreviews(target.store, target.space, link.id)}
-            row = PackedRow(row)  # one block: no small object per field outlives the read
-            prior.rows[row.key] = row
-            if type(link) is Link and link != row_links.link_of(row):  # else the row names it
-                row_links[row.key] = link
+                raise _invalid_row(position, row, problem)
+            table.add(row, link, stored_previews)
+    twice = table.duplicate()
+    if twice is not None:
+        key = table.row(twice).key
+        raise _invalid_row(twice, {"key": key}, f"row {key} appears twice")
+
+
+def _invalid_row(position: int, row: Any, problem: str) -> FabricSchemaError:
+    named = row.get("key") if isinstance(row, dict) and isinstance(row.get("key"), str) else None
+    return FabricSchemaError(
+        "invalid-index-row",
+        f"the all session index's row {position}{f' ({named})' if named else ''} is invalid: "
+        f"{problem}; nothing was published: repair or remove that row",
+    )
 
 
 class RowLinks(Mapping[str, Link]):
     """The prior rows' cell links (`PriorIndex.row_links`), each made when asked from its
-    row's StoredPreviews, which names that very cell (issue 14 goal 4: a Link and a dict
-    entry a row held about 100 B a session); a row whose previews do not name its cell
-    keeps its link in `other`. Reads `rows` as it is when asked."""
+    row's entry in the table (prior_table.py), which holds the cell's ID: no Link nor
+    dict entry a row (issue 14 goal 4). The table is read-only, so a copy is itself."""
 
-    __slots__ = ("_rows", "_space", "_other")
+    __slots__ = ("_rows",)
 
-    def __init__(self, rows: Mapping[str, Mapping[str, Any]], space: str, other: dict[str, Link] | None = None):
-        self._rows, self._space, self._other = rows, space, {} if other is None else other
-
-    def link_of(self, row: Mapping[str, Any] | None) -> Link | None:
-        """The link `row`'s stored previews name (a cell of this space), else None."""
-        previews = row.stored_previews() if type(row) is PackedRow else None
-        if previews is None or previews.space != self._space:
-            return None
-        return Link.trusted(previews.cell, self._space)
-
-    def __setitem__(self, key: str, link: Link) -> None:
-        self._other[key] = link
+    def __init__(self, rows: PriorRows) -> None:
+        self._rows = rows
 
     def get(self, key: str, default: Any = None) -> Any:
-        link = self._other.get(key) or self.link_of(self._rows.get(key))
+        at = self._rows.position(key)
+        link = None if at is None else self._rows.link(at)
         return default if link is None else link
 
     def __getitem__(self, key: str) -> Link:
@@ -125,14 +118,29 @@ class RowLinks(Mapping[str, Link]):
         return link
 
     def __iter__(self) -> Iterator[str]:
-        return (key for key, row in self._rows.items() if key in self._other or self.link_of(row) is not None)
+        rows = self._rows
+        return (key for at, key in enumerate(rows) if rows.link(at) is not None)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def values(self) -> Any:  # each link once, made as it is read, without a look-up by key
+        rows = self._rows
+        return (link for link in map(rows.link, range(len(rows))) if link is not None)
+
     def copy(self, rows: Mapping[str, Mapping[str, Any]]) -> RowLinks:
-        """These links over `rows` (a copy of the same rows)."""
-        return RowLinks(rows, self._space, dict(self._other))
+        """These links (over the same read-only table)."""
+        return self
+
+
+def linked_as_is(rows: Mapping[str, Any], links: Mapping[str, Link], row: Mapping[str, Any]) -> Link | None:
+    """The stored cell's link of a row equal to its prior row (`rows`, linked by `links`),
+    else None. A row of the prior table itself takes its link from its place there, with
+    no look-up by key."""
+    if type(rows) is PriorRows and rows.owns(row):
+        return rows.link(row._at)  # type: ignore[attr-defined]
+    link = links.get(row["key"])  # one look-up (RowLinks makes the link)
+    return link if link is not None and same_row(row, rows[row["key"]]) else None
 
 
 def _read_batch(target: GraphTarget, batch: list[Any]) -> tuple[list[Any], list[bool]]:

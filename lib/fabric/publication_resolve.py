@@ -132,13 +132,19 @@ def resolve(
     out = Resolution()
     ordering = prior.ordering
     read = prior.rows if read is None else read
+    found = 0  # prior rows resolved so far
     for key, touch in touches.items():
-        own = read[key] if touch.kind == "prior" else touch.row
-        row = _touched_row(prior.rows.get(key), key, touch, own, ordering)
+        fresh = prior.rows.get(key)
+        # a "prior" touch's row is the one read at the start: the fresh one itself when
+        # the publication's prior is current (a table row is made once, not twice)
+        own = (fresh if read is prior.rows else read[key]) if touch.kind == "prior" else touch.row
+        row = _touched_row(fresh, key, touch, own, ordering)
         if row is not None:
             out.rows[key] = row
+            found += fresh is not None
             if row is own and own is not None:
                 out.recorded.record_session(key, touch.sequence)
+    touched = len(out.rows)
     for sid, verdict in verdicts.items():
         if verdict.outcome is not None:
             _judge_untouched(prior, touches, verdict, out, preserve=preserve_untouched_status,
@@ -146,8 +152,10 @@ def resolve(
         _source_row(prior, sid, verdict, out, ordering)
     # Rows of sources this publication did not collect in full (other sources, targeted
     # refreshes) stay as they are: only an inventory verdict changes them.
-    for key, row in prior.rows.items():
-        out.rows.setdefault(key, _kept(row))
+    if found + len(out.rows) - touched < len(prior.rows):  # the verdicts add prior rows only
+        for key in prior.rows:  # a row is made only when kept here (prior_table.py makes each when asked)
+            if key not in out.rows:
+                out.rows[key] = _kept(prior.rows[key])
     return out
 
 
@@ -187,20 +195,26 @@ def _judge_untouched(
     inventory_complete = source.inventory_complete(outcome)
     listed = set(outcome.get("listedSessionIds") or [])
     if inventory_complete:
-        live = [r for r in prior.rows.values() if r["sourceId"] == source.source_id and idx.is_live(r)]
-        deleting = sum(1 for r in live if r["key"] not in touches and r["nativeSessionId"] not in listed)
-        if deletions.suspect(deleting, len(live)):
+        live = deleting = 0
+        for key, r in prior.rows.items():
+            if r["sourceId"] == source.source_id and idx.is_live(r):
+                live += 1
+                deleting += key not in touches and r["nativeSessionId"] not in listed
+        if deletions.suspect(deleting, live):
             source.suspect, inventory_complete = True, False
             out.suspect_sources[source.source_id] = (
-                f"source {source.source_id} no longer lists {deleting} of its {len(live)} published "
+                f"source {source.source_id} no longer lists {deleting} of its {live} published "
                 f"sessions; nothing was marked deleted (is its home there?); if they are gone, "
                 f"publish again with --accept-deletions"
             )
             source.record_error({"stage": "list", "code": "suspect-deletions", "nativeSessionId": None,
                                  "message": out.suspect_sources[source.source_id]})
     ordering = prior.ordering
-    for key, row in prior.rows.items():
-        if row["sourceId"] != source.source_id or key in touches:
+    for key in prior.rows:  # a touched row is not made again (prior_table.py makes each when asked)
+        if key in touches:
+            continue
+        row = prior.rows[key]
+        if row["sourceId"] != source.source_id:
             continue
         if inventory_complete and row["nativeSessionId"] not in listed and ordering.may_delete(key, source.sequence):
             out.rows[key] = packed(idx.deleted(row, verdict.observed_at))

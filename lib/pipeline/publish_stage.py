@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from lib.errors import CodedError
-from lib.fabric.packed_rows import plain_row
+from lib.fabric.prior_table import row_fields
 from lib.fabric.publication import Publication
 from lib.fabric.publication_results import PublicationError, PublicationSummary, PublishedOutcome
 from lib.fabric.target import FabricTarget, PublishedSession, published_sessions_of
@@ -98,8 +98,9 @@ class PublishedCopies(Mapping[str, PublishedSession]):
     def __getitem__(self, key: str) -> PublishedSession:
         copy = self._last.get(key)
         if copy is None:
-            # the row's fields at once (a packed row's block read once, not field by field)
-            copy = published_sessions_of((plain_row(self._rows[key]),))[key]
+            # the row's fields at once (a packed row's block read once, not field by field,
+            # and neither copied nor given its previews: a copy needs none)
+            copy = published_sessions_of((row_fields(self._rows, key),))[key]
             if len(self._last) >= 2:
                 del self._last[next(iter(self._last))]
             self._last[key] = copy

@@ -10,6 +10,7 @@ import pytest
 
 import lib.fabric.index_store as index_store
 from lib.fabric.packed_previews import PackedPreviews, StoredPreviews, packed_row, unpacked_row
+from lib.fabric.same_rows import same_row
 from lib.fabric.store import Transaction
 from lib.hashing import value_hash
 from tests.fabric.target_helpers import descriptor, index, make_env, publish, rows, snapshot
@@ -27,8 +28,8 @@ def test_packed_previews_give_back_the_same_messages_and_hash_as_the_plain_row()
     assert isinstance(packed["recentMessages"], PackedPreviews)
     assert unpacked_row(packed) == row
     assert value_hash(packed) == value_hash(row)
-    assert index_store.same_row(packed, packed_row(dict(row)))
-    assert not index_store.same_row(packed, packed_row({**row, "recentMessages": messages[:1]}))
+    assert same_row(packed, packed_row(dict(row)))
+    assert not same_row(packed, packed_row({**row, "recentMessages": messages[:1]}))
 
 
 def test_rows_planned_in_small_batches_read_back_as_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -10,6 +10,7 @@ from pathlib import Path
 from lib.fabric.index_store import read_prior
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.prior_rows import RowLinks, read_root
+from lib.fabric.prior_table import PriorRows
 from lib.fabric.stored_values import SameSpaceLinks
 from lib.fabric.values import Link
 from tests.fabric.target_helpers import descriptor, make_env, prepared, publish, rows, snapshot
@@ -74,14 +75,15 @@ def test_retained_sessions_share_one_prior_touch_and_commit_their_prior_rows_the
 
 def test_a_prior_read_from_the_store_makes_its_row_links_from_the_rows_stored_previews(tmp_path: Path) -> None:
     """Issue 14 goal 4: no Link is held per row of the usual shape; each is made, equal
-    to the stored one, from the row's previews, which name its cell."""
+    to the stored one, from the cell ID the prior table holds for its row."""
     target = make_env(tmp_path).target()
     publish(target, descriptor(), [snapshot("a"), snapshot("b", messages=3)])
     graphs, cells = target.graphs, target.cells
     full = target.store.read(target.space, cells.all)
     graphs.committed.clear()
     prior = read_prior(graphs, cells)
-    assert type(prior.row_links) is RowLinks and not prior.row_links._other
+    assert type(prior.row_links) is RowLinks and type(prior.rows) is PriorRows
+    assert not prior.rows._other  # every row's cell held as its ID's 43 bytes, no Link
     assert dict(prior.row_links) == {row["key"]: link for row, link in zip(
         (target.store.read(target.space, link.id).value for link in full.value["sessions"]),
         full.value["sessions"], strict=True)}

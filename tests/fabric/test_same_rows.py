@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from lib.fabric import same_rows
-from lib.fabric.index_store import IndexCells, read_prior, same_row
+from lib.fabric.index_store import IndexCells, read_prior
 from lib.fabric.packed_previews import PackedPreviews, StoredPreviews, packed_row
 from lib.fabric.packed_rows import PackedRow
+from lib.fabric.same_rows import same_row
 from lib.hashing import value_hash
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 

@@ -1,0 +1,302 @@
+"""The prior complete index's rows, held as one table, not an object per row (issue 14 goal 4).
+
+A publication reads every prior row when it opens and holds them until its commit. As a
+`PackedRow` each (its object, its block's offset, its `StoredPreviews` and the row cell's
+ID held as a string), 25,000 rows held about 9 MB from the opening to the commit, the
+listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-speed.md,
+"Session 26: memory before the publication opens"). `PriorRows` keeps per row only:
+
+- its block in the table's own file (packed_rows.py: the same block a PackedRow keeps)
+  and the block's place there (8 bytes);
+- its key's UTF-8 bytes in one buffer (no string a row: the key strings, allocated as
+  each batch was decoded and kept, pinned the allocator's arenas the batch's other
+  objects had shared, so RSS stayed as high as when every row was held); a row made
+  from the table gets its key interned, the ordering's own string when it has one;
+- its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
+- its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
+  writes); rows of another shape keep their link or previews in a dict;
+- its key's hash (8 bytes), and its place in an open-addressed table of rows by that
+  hash (4 bytes a slot, at most half the slots filled) for look-ups by key.
+
+Each row is made when asked (`TableRow`, a PackedRow whose parts are the table's), so
+the rules read it as they read any packed row. The table is read-only once read.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Any
+
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import PackedPreviews, StoredPreviews
+from lib.fabric.packed_rows import (
+    ABSENT,
+    NO_PREVIEWS,
+    BlockFile,
+    PackedRow,
+    block_bytes,
+    block_ref,
+    decoded_block,
+    held,
+    pack_block,
+)
+from lib.fabric.values import Link
+
+_ID_PREFIX = "of:fid1:"
+_ID_BODY = 43
+_NO_CELL = b"\x00" * _ID_BODY
+_HAS_CELL, _STORED_PREVIEWS = 1, 2  # a row's flags
+
+
+class PriorRows(Mapping[str, PackedRow]):
+    """The prior rows by key, in the index's order (`add`, then read-only)."""
+
+    def __init__(self, store: Any, space: str) -> None:
+        self._store, self._space = store, space
+        self._blocks = BlockFile()
+        self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
+        self._large: list[bytes] = []
+        self._keys = bytearray()  # each row's key, UTF-8, ending at `_key_ends[row]`
+        self._key_ends = array("Q")
+        self._key_hashes = array("q")
+        self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
+        self._values: list[Any] = []
+        self._value_at: dict[tuple[type, Any], int] = {}
+        self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
+        self._flags = bytearray()
+        self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
+        self._slots = array("i")  # rows by their key's hash, open addressing (-1: empty)
+        self._indexed = -1  # rows in `_slots`
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
+        """One row, its `link` (the root's link to its cell) and whether its previews are
+        still in that cell (StoredPreviews), in the index's order."""
+        at = len(self._key_ends)
+        fields = dict(row)
+        previews = fields.get(PREVIEWS, NO_PREVIEWS)
+        if previews is not NO_PREVIEWS:
+            fields[PREVIEWS] = None  # its place in the field order, as PackedRow keeps it
+        block = pack_block(fields)
+        ref = block_ref(self._blocks, block)
+        if ref is None:
+            self._large.append(block)
+            ref = -len(self._large)
+        self._refs.append(ref)
+        key = fields["key"]
+        self._keys += key.encode("utf-8", "surrogatepass")
+        self._key_ends.append(len(self._keys))
+        self._key_hashes.append(hash(key))
+        for name in ("status", "sourceId", "gitWorktreeRoot"):
+            self._held.append(self._value(fields.get(name, ABSENT)))
+        flags = 0
+        if type(link) is Link and link.space == self._space and not link.path:
+            flags |= _HAS_CELL
+            body = link.id[len(_ID_PREFIX):]
+            if link.id.startswith(_ID_PREFIX) and len(body) == _ID_BODY and body.isascii():
+                self._cells += body.encode("ascii")
+            else:
+                self._cells += _NO_CELL
+                self._other[at] = link.id
+        else:
+            self._cells += _NO_CELL
+            if type(link) is Link:
+                self._other[at] = link
+        if stored_previews and flags & _HAS_CELL:
+            flags |= _STORED_PREVIEWS
+        elif previews is not NO_PREVIEWS:
+            self._other[~at] = PackedPreviews(previews) if isinstance(previews, list | tuple) else previews
+        self._flags.append(flags)
+
+    def duplicate(self) -> int | None:
+        """Where a key appears again (the later row), after indexing every key; None when
+        each key appears once."""
+        hashes, duplicate = self._key_hashes, None
+        size = 8
+        while size < 2 * len(hashes):
+            size *= 2
+        slots = self._slots = array("i", [-1]) * size
+        mask = size - 1
+        for at, h in enumerate(hashes):
+            slot = h & mask
+            while slots[slot] >= 0:
+                other = slots[slot]
+                if duplicate is None and hashes[other] == h and self._text(other) == self._text(at):
+                    duplicate = at
+                slot = (slot + 1) & mask
+            slots[slot] = at
+        self._indexed = len(hashes)
+        return duplicate
+
+    def _value(self, value: Any) -> int:
+        try:
+            named = (type(value), value)
+            at = self._value_at.get(named)
+        except TypeError:  # unhashable: a value of its own
+            named, at = None, None
+        if at is None:
+            at = len(self._values)
+            self._values.append(held(value))
+            if named is not None:
+                self._value_at[named] = at
+        return at
+
+    # -- a row -----------------------------------------------------------------------------
+
+    def position(self, key: Any) -> int | None:
+        """The row of `key`, or None."""
+        if self._indexed != len(self._key_ends):
+            self.duplicate()
+        slots = self._slots
+        if type(key) is not str:
+            return None
+        hashes, h, mask = self._key_hashes, hash(key), len(slots) - 1
+        slot = h & mask
+        while True:
+            at = slots[slot]
+            if at < 0:
+                return None
+            if hashes[at] == h and self._text(at) == key:
+                return at
+            slot = (slot + 1) & mask
+
+    def key(self, at: int) -> str:
+        """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
+        return sys.intern(self._text(at))
+
+    def _text(self, at: int) -> str:
+        start = self._key_ends[at - 1] if at else 0
+        return self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass")
+
+    def owns(self, row: Any) -> bool:
+        """Whether `row` is one of this table's own (its place is `row._at`)."""
+        return type(row) is TableRow and row._file is self
+
+    def row(self, at: int) -> TableRow:
+        row = object.__new__(TableRow)
+        values, first = self._values, 3 * at
+        row.key = self.key(at)
+        row.status = values[self._held[first]]
+        row.source_id = values[self._held[first + 1]]
+        row.worktree = values[self._held[first + 2]]
+        row._file, row._at, row._previews = self, at, None
+        return row
+
+    def fields(self, at: int) -> dict[str, Any]:
+        ref = self._refs[at]
+        return decoded_block(self._blocks, ref) if ref >= 0 else decoded_block(None, self._large[-1 - ref])
+
+    def block(self, at: int) -> bytes:
+        ref = self._refs[at]
+        return block_bytes(self._blocks, ref) if ref >= 0 else self._large[-1 - ref]
+
+    def packed(self, at: int, previews: Any) -> PackedRow:
+        """Row `at` as a PackedRow of its own with `previews` (its block shared)."""
+        out = self.row(at)
+        out.__class__ = PackedRow
+        ref = self._refs[at]
+        out._file, out._at = (self._blocks, ref) if ref >= 0 else (None, self._large[-1 - ref])
+        out._previews = previews
+        return out
+
+    def cell(self, at: int) -> str | None:
+        """Row `at`'s cell ID (a link into this space at no path), or None."""
+        if not self._flags[at] & _HAS_CELL:
+            return None
+        other = self._other.get(at)
+        if other is not None:
+            return other
+        return _ID_PREFIX + self._cells[_ID_BODY * at : _ID_BODY * (at + 1)].decode("ascii")
+
+    def link(self, at: int) -> Link | None:
+        """The root's link to row `at`'s cell, or None (a row held in the root itself)."""
+        cell = self.cell(at)
+        if cell is not None:
+            return Link.trusted(cell, self._space)
+        other = self._other.get(at)
+        return other if type(other) is Link else None
+
+    def previews(self, at: int) -> Any:
+        if self._flags[at] & _STORED_PREVIEWS:
+            return StoredPreviews(self._store, self._space, self.cell(at))  # type: ignore[arg-type]
+        return self._other.get(~at, NO_PREVIEWS)
+
+    # -- Mapping ---------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> PackedRow:
+        at = self.position(key)
+        if at is None:
+            raise KeyError(key)
+        return self.row(at)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        at = self.position(key)
+        return default if at is None else self.row(at)
+
+    def __contains__(self, key: object) -> bool:
+        return self.position(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.key, range(len(self._key_ends)))
+
+    def __len__(self) -> int:
+        return len(self._key_ends)
+
+    def items(self) -> ItemsView[str, PackedRow]:
+        return _Items(self)
+
+    def values(self) -> ValuesView[PackedRow]:
+        return _Values(self)
+
+
+def row_fields(rows: Mapping[str, Mapping[str, Any]], key: str) -> Mapping[str, Any]:
+    """The fields of `rows[key]` at once, read-only, without its previews (a packed row's
+    block decoded once; a table's row not even made). KeyError when there is none."""
+    if type(rows) is PriorRows:
+        at = rows.position(key)
+        if at is None:
+            raise KeyError(key)
+        return rows.fields(at)
+    row = rows[key]
+    return row.fields() if isinstance(row, PackedRow) else row
+
+
+class _Items(ItemsView[str, PackedRow]):
+    _mapping: PriorRows
+
+    def __iter__(self) -> Iterator[tuple[str, PackedRow]]:
+        table = self._mapping
+        for at in range(len(table)):
+            row = table.row(at)
+            yield row.key, row
+
+
+class _Values(ValuesView[PackedRow]):
+    _mapping: PriorRows
+
+    def __iter__(self) -> Iterator[PackedRow]:
+        table = self._mapping
+        return (table.row(at) for at in range(len(table)))
+
+
+class TableRow(PackedRow):
+    """A prior row made from its table when asked: `_file` is the table, `_at` the row."""
+
+    __slots__ = ()
+    _file: PriorRows  # type: ignore[assignment]
+    _at: int
+
+    def _fields(self) -> dict[str, Any]:
+        return self._file.fields(self._at)
+
+    def _bytes(self) -> bytes:
+        return self._file.block(self._at)
+
+    def _stand_in(self) -> Any:
+        return self._file.previews(self._at)
+
+    def with_previews(self, previews: Any) -> PackedRow:
+        return self._file.packed(self._at, previews)
