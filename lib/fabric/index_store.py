@@ -24,7 +24,13 @@ from lib.fabric.ordering import OrderingState, ordering_cause
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_rows import PRESERVED_LINK_FIELDS, RowLinks, linked_as_is, read_root, read_rows
+from lib.fabric.prior_rows import (
+    PRESERVED_LINK_FIELDS,
+    RowLinks,
+    linked_as_is,
+    read_root,
+    read_rows,
+)
 from lib.fabric.prior_table import PriorRows
 from lib.fabric.row_cells import direct_rows, root_text
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
