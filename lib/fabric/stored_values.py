@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from isal import _isal, isal_zlib
 
@@ -161,13 +162,68 @@ def read_keeping(stored: str | bytes, space: str, keep: frozenset[str]) -> Any:
     return value
 
 
-class SameSpaceLinks(tuple):
+class SameSpaceLinks(Sequence[str]):
     """A kept field that is stored as a list of links into the value's own space at no
-    path (each its short form), as the IDs those links hold."""
+    path (each its short form), as the IDs those links hold: a read-only sequence of
+    them, kept as the list's stored text (each short link a marker and 43 characters,
+    comma-joined) and each ID made when asked. An index root's 25,000 row links were a
+    tuple of 25,000 ID strings, made twice a listing idle sync (target.open looks at the
+    roots' labels, read_root reads the rows' links), about 2.5 MB each (session 28)."""
 
-    __slots__ = ()
+    __slots__ = ("_listed",)
+
+    def __init__(self, listed: str = "") -> None:
+        self._listed = listed  # the short links' text, as _SHORT_LIST matched it (no bracket)
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> SameSpaceLinks:
+        """The sequence of these IDs (each `of:fid1:` and 43 characters)."""
+        listed = list(ids)
+        if any(type(i) is not str or not _ID_TEXT.fullmatch(i) for i in listed):
+            raise ValueError("not the ID of a short link")
+        return cls(",".join(_MARKER + i[len(_ID_PREFIX) :] for i in listed))
+
+    def __len__(self) -> int:
+        return (len(self._listed) + 1) // _STRIDE
+
+    @overload
+    def __getitem__(self, at: int) -> str: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[str]: ...
+    def __getitem__(self, at: int | slice) -> str | list[str]:
+        if isinstance(at, slice):
+            return [self._id(i) for i in range(*at.indices(len(self)))]
+        count = len(self)
+        if at < 0:
+            at += count
+        if not 0 <= at < count:
+            raise IndexError("SameSpaceLinks index out of range")
+        return self._id(at)
+
+    def _id(self, at: int) -> str:
+        start = at * _STRIDE + 1
+        return _ID_PREFIX + self._listed[start : start + _BODY_LENGTH]
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._id(at) for at in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is SameSpaceLinks:
+            return self._listed == other._listed
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._listed)
+
+    def __repr__(self) -> str:
+        return f"SameSpaceLinks({list(self)!r})"
 
 
+_BODY_LENGTH = 43
+_STRIDE = 1 + _BODY_LENGTH + 1  # the marker, the ID's body, the comma
+_ID_TEXT = re.compile(re.escape(_ID_PREFIX) + _ID_BODY)
 _SHORT_LIST = re.compile("(?:" + _MARKER + _ID_BODY + "(?:," + _MARKER + _ID_BODY + ")*)?\\]")
 
 
@@ -182,7 +238,7 @@ def _cut_short_links(text: str, name: str) -> tuple[str, SameSpaceLinks | None]:
     listed = _SHORT_LIST.match(text, start)
     if listed is None:
         return text, None
-    ids = SameSpaceLinks(_ID_PREFIX + body for body in _SHORT.findall(text, start, listed.end()))
+    ids = SameSpaceLinks(text[start : listed.end() - 1])
     return text[:start] + text[listed.end() - 1 :], ids
 
 
