@@ -104,11 +104,11 @@ class KeyIndex:
     def open(self, conn: sqlite3.Connection) -> None:
         """At open: build an index a dead writer left out; one a live writer defers is
         left to it (reads scan meanwhile, writes wait in `after_other_writer`)."""
-        if self._lock is not None and not index_present(conn) and self._lock._take(0):
+        if self._lock is not None and not index_present(conn) and self._lock.take_unowned(0):
             try:
                 build(conn)
             finally:
-                self._lock._give()
+                self._lock.give_unowned()
 
     @contextlib.contextmanager
     def deferring(self, conn: sqlite3.Connection, writer: str | None) -> Iterator[bool]:
@@ -125,7 +125,7 @@ class KeyIndex:
             if began:
                 with self._guard:
                     self.deferred = False
-                    self._lock._give()  # type: ignore[union-attr]
+                    self._lock.give_unowned()  # type: ignore[union-attr]
             raise
 
     def meets_before(self, space_id: int, cell_ids: Mapping[str, object]) -> bool:
@@ -142,10 +142,10 @@ class KeyIndex:
         if self.deferred or self._filled:
             return False
         assert self._lock is not None
-        if not self._lock._take(0):
+        if not self._lock.take_unowned(0):
             return False
         if not index_present(conn) or _filled(conn):
-            self._lock._give()
+            self._lock.give_unowned()
             self._filled = True
             self._asked.clear()
             return False
@@ -180,7 +180,7 @@ class KeyIndex:
                 self._filled = True
                 self._asked.clear()
                 self._before.clear()
-                self._lock._give()  # type: ignore[union-attr]
+                self._lock.give_unowned()  # type: ignore[union-attr]
 
     def after_other_writer(
         self, commit: Callable[[], int], connection: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
@@ -195,14 +195,14 @@ class KeyIndex:
             except KeyIndexAbsent:
                 pass
             assert self._lock is not None
-            if not self._lock._take(timeout):
+            if not self._lock.take_unowned(timeout):
                 raise StoreBusy("store-busy", f"store {path} is busy with a first sync, which held its key "
                                 f"index for more than {timeout:g} s; try again when it has finished")
             try:
                 with connection() as conn:
                     build(conn)
             finally:
-                self._lock._give()
+                self._lock.give_unowned()
 
     # the roots asked while deferred (or before: the first batch's)
 

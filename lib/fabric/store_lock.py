@@ -178,6 +178,17 @@ class StoreLock(abc.ABC):
     def held(self) -> bool:
         return self._depth > 0
 
+    def take_unowned(self, timeout: float) -> bool:
+        """The backend's lock alone, waiting up to `timeout` seconds (negative: forever):
+        no re-entry count, holder note or owning thread, so another thread may give it
+        back (`give_unowned`). For a lock a process holds across its threads for a while
+        (the SQLite key index, sqlite_key_index.py); never mixed with `acquire`."""
+        return self._take(timeout)
+
+    def give_unowned(self) -> None:
+        """Give back what `take_unowned` took, from any thread."""
+        self._give()
+
     def _notify_wait(self) -> None:
         if self.on_wait is not None:
             self.on_wait(self.read_holder())

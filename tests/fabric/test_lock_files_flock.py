@@ -102,3 +102,19 @@ def test_a_forked_child_giving_back_its_parents_lock_leaves_the_parent_holding_i
     lock.release()
     other.acquire(timeout=0)
     other.release()
+
+
+def test_a_lock_taken_unowned_on_one_thread_is_given_back_on_another(lock: FileStoreLock, tmp_path: Path):
+    """`take_unowned` / `give_unowned` (the SQLite key index's lock, held from a first
+    sync's first batch commit to the index built at its end, on whichever thread): no
+    thread owns it, and while it is taken another lock object cannot take the file."""
+    other = FileStoreLock(str(tmp_path / "fabric.db"), SPACE, "receipts", timeout=0.2)
+    taken: list[bool] = []
+    thread = threading.Thread(target=lambda: taken.append(lock.take_unowned(0)))
+    thread.start()
+    thread.join()
+    assert taken == [True]
+    assert not other.take_unowned(0)  # held by the first object, though its thread has ended
+    lock.give_unowned()  # from this thread
+    assert other.take_unowned(0)
+    other.give_unowned()
