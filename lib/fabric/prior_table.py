@@ -19,7 +19,15 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
   hash (4 bytes a slot, at most half the slots filled) for look-ups by key.
 
 Each row is made when asked (`TableRow`, a PackedRow whose parts are the table's), so
-the rules read it as they read any packed row. The table is read-only once read.
+the rules read it as they read any packed row. The prior's table is read-only once read.
+
+A publication's touches (touch_table.py) are the same table, filled as sessions are
+observed (issue 14 goal 4: a first sync held a `PackedRow`, its key string, its block's
+offset, its previews' stand-in and two dict entries a session until the commit): kept
+indexed as it grows (`put`, `entry`), a key touched again has its entry replaced (its
+new block appended), no cell IDs kept (`cells=False`), and a row's previews spilled to
+the publication's `PreviewSpill` kept as their place there (12 bytes), the stand-in
+made when the row is.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PackedPreviews, StoredPreviews
+from lib.fabric.packed_previews import PackedPreviews, PreviewCells, PreviewSpill, SpilledPreviews, StoredPreviews
 from lib.fabric.packed_rows import (
     ABSENT,
     NO_PREVIEWS,
@@ -47,14 +55,19 @@ from lib.fabric.values import Link
 _ID_PREFIX = "of:fid1:"
 _ID_BODY = 43
 _NO_CELL = b"\x00" * _ID_BODY
-_HAS_CELL, _STORED_PREVIEWS = 1, 2  # a row's flags
+_HAS_CELL, _STORED_PREVIEWS, _PREVIEW_CELLS, _SPILLED_PREVIEWS = 1, 2, 4, 8  # a row's flags
+_SPILLED = {PreviewCells: _PREVIEW_CELLS, SpilledPreviews: _SPILLED_PREVIEWS}
 
 
 class PriorRows(Mapping[str, PackedRow]):
     """The prior rows by key, in the index's order (`add`, then read-only)."""
 
-    def __init__(self, store: Any, space: str) -> None:
+    def __init__(self, store: Any, space: str, *, cells: bool = True, previews: PreviewSpill | None = None) -> None:
         self._store, self._space = store, space
+        self._with_cells = cells  # False: no row has a cell (a publication's touches)
+        self._spill = previews  # the PreviewSpill whose stand-ins are kept as their place
+        self._preview_offsets = array("Q")  # a row's spilled previews (only with `previews`)
+        self._preview_lengths = array("I")
         self._blocks = BlockFile()
         self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
         self._large: list[bytes] = []
@@ -72,10 +85,43 @@ class PriorRows(Mapping[str, PackedRow]):
 
     # -- reading ---------------------------------------------------------------------------
 
-    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
+    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> int:
         """One row, its `link` (the root's link to its cell) and whether its previews are
-        still in that cell (StoredPreviews), in the index's order."""
+        still in that cell (StoredPreviews), in the index's order; its place."""
+        at = self.entry(row["key"], append=True)
+        self._fill(at, row, link, stored_previews)
+        return at
+
+    def put(self, row: Mapping[str, Any]) -> int:
+        """`row` as its key's row (no cell): a new entry, or the key's entry replaced (its
+        new block appended); its place."""
+        at = self.entry(row["key"])
+        self._fill(at, row, None, False)
+        return at
+
+    def entry(self, key: str, *, append: bool = False) -> int:
+        """The place of `key`'s entry, appended (no row yet: its block is read only once
+        `put`) when there is none or `append`."""
+        at = None if append else self.position(key)
+        if at is not None:
+            return at
         at = len(self._key_ends)
+        self._keys += key.encode("utf-8", "surrogatepass")
+        self._key_ends.append(len(self._keys))
+        self._key_hashes.append(hash(key))
+        self._refs.append(0)
+        self._held.extend((self._value(ABSENT),) * 3)
+        self._flags.append(0)
+        if self._with_cells:
+            self._cells += _NO_CELL
+        if self._spill is not None:
+            self._preview_offsets.append(0)
+            self._preview_lengths.append(0)
+        if self._indexed == at:  # kept indexed as it grows (a table filled and looked up at once)
+            self._place(at)
+        return at
+
+    def _fill(self, at: int, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
         fields = dict(row)
         previews = fields.get(PREVIEWS, NO_PREVIEWS)
         if previews is not NO_PREVIEWS:
@@ -85,31 +131,42 @@ class PriorRows(Mapping[str, PackedRow]):
         if ref is None:
             self._large.append(block)
             ref = -len(self._large)
-        self._refs.append(ref)
-        key = fields["key"]
-        self._keys += key.encode("utf-8", "surrogatepass")
-        self._key_ends.append(len(self._keys))
-        self._key_hashes.append(hash(key))
-        for name in ("status", "sourceId", "gitWorktreeRoot"):
-            self._held.append(self._value(fields.get(name, ABSENT)))
+        self._refs[at] = ref
+        for n, name in enumerate(("status", "sourceId", "gitWorktreeRoot")):
+            self._held[3 * at + n] = self._value(fields.get(name, ABSENT))
+        self._other.pop(at, None)
+        self._other.pop(~at, None)
         flags = 0
-        if type(link) is Link and link.space == self._space and not link.path:
+        if self._with_cells and type(link) is Link and link.space == self._space and not link.path:
             flags |= _HAS_CELL
             body = link.id[len(_ID_PREFIX):]
             if link.id.startswith(_ID_PREFIX) and len(body) == _ID_BODY and body.isascii():
-                self._cells += body.encode("ascii")
+                self._cells[_ID_BODY * at : _ID_BODY * (at + 1)] = body.encode("ascii")
             else:
-                self._cells += _NO_CELL
                 self._other[at] = link.id
-        else:
-            self._cells += _NO_CELL
-            if type(link) is Link:
-                self._other[at] = link
+        elif type(link) is Link:
+            self._other[at] = link
+        spilled = _SPILLED.get(type(previews), 0) if self._spill is not None else 0
         if stored_previews and flags & _HAS_CELL:
             flags |= _STORED_PREVIEWS
+        elif spilled and previews._spill is self._spill and previews._length < 1 << 32:
+            flags |= spilled
+            self._preview_offsets[at], self._preview_lengths[at] = previews._offset, previews._length
         elif previews is not NO_PREVIEWS:
             self._other[~at] = PackedPreviews(previews) if isinstance(previews, list | tuple) else previews
-        self._flags.append(flags)
+        self._flags[at] = flags
+
+    def _place(self, at: int) -> None:
+        """Row `at` into the index (kept current: grown, rebuilt, at half full)."""
+        slots = self._slots
+        if 2 * (at + 1) > len(slots):
+            self.duplicate()
+            return
+        mask, slot = len(slots) - 1, self._key_hashes[at] & (len(slots) - 1)
+        while slots[slot] >= 0:
+            slot = (slot + 1) & mask
+        slots[slot] = at
+        self._indexed = at + 1
 
     def duplicate(self) -> int | None:
         """Where a key appears again (the later row), after indexing every key; None when
@@ -220,9 +277,23 @@ class PriorRows(Mapping[str, PackedRow]):
         return other if type(other) is Link else None
 
     def previews(self, at: int) -> Any:
-        if self._flags[at] & _STORED_PREVIEWS:
+        flags = self._flags[at]
+        if flags & _STORED_PREVIEWS:
             return StoredPreviews(self._store, self._space, self.cell(at))  # type: ignore[arg-type]
+        if flags & (_PREVIEW_CELLS | _SPILLED_PREVIEWS):
+            kind = PreviewCells if flags & _PREVIEW_CELLS else SpilledPreviews
+            return kind(self._spill, self._preview_offsets[at], self._preview_lengths[at])  # type: ignore[arg-type]
         return self._other.get(~at, NO_PREVIEWS)
+
+    def made(self, at: int) -> PackedRow:
+        """Row `at` as a PackedRow of its own (its block in the table's file, its previews
+        made now): what a publication's touches give for a row."""
+        return self.packed(at, self.previews(at))
+
+    @property
+    def blocks(self) -> BlockFile:
+        """The file of the rows' blocks (a row `packed` from the table keeps it)."""
+        return self._blocks
 
     # -- Mapping ---------------------------------------------------------------------------
 

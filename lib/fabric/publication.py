@@ -81,16 +81,17 @@ class Publication:
                 prior = indexes.read_prior(graphs, cells)
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
-        self._touches = intents.Touches()  # a "row" touch held as its row alone
+        # new rows' previews, kept on disk until their cells are written (packed_previews.py)
+        self._spill = PreviewSpill()
+        self._touches = intents.Touches(self._spill)  # one table, no object a session (touch_table.py)
         self._prior_touches: dict[str, Touch] = {}  # by source (_prior_touch)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
         # new session graphs, committed several sessions at a time (graph_batch.py)
         self.batch = GraphBatch(graphs)
-        # new rows' previews, kept on disk until their cells are written (packed_previews.py)
-        self._spill = PreviewSpill()
-        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending)  # new rows' cells, as it goes
+        # new rows' cells, as it goes
+        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending, self._touches)
 
     # -- sources ---------------------------------------------------------------------
 
