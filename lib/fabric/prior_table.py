@@ -38,7 +38,13 @@ from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PackedPreviews, PreviewCells, PreviewSpill, SpilledPreviews, StoredPreviews
+from lib.fabric.packed_previews import (
+    PackedPreviews,
+    PreviewCells,
+    PreviewSpill,
+    SpilledPreviews,
+    StoredPreviews,
+)
 from lib.fabric.packed_rows import (
     ABSENT,
     NO_PREVIEWS,
@@ -51,6 +57,7 @@ from lib.fabric.packed_rows import (
     pack_block,
 )
 from lib.fabric.values import Link
+from lib.key_table import KeyTable
 
 _ID_PREFIX = "of:fid1:"
 _ID_BODY = 43
@@ -59,10 +66,12 @@ _HAS_CELL, _STORED_PREVIEWS, _PREVIEW_CELLS, _SPILLED_PREVIEWS = 1, 2, 4, 8  # a
 _SPILLED = {PreviewCells: _PREVIEW_CELLS, SpilledPreviews: _SPILLED_PREVIEWS}
 
 
-class PriorRows(Mapping[str, PackedRow]):
-    """The prior rows by key, in the index's order (`add`, then read-only)."""
+class PriorRows(KeyTable, Mapping[str, PackedRow]):
+    """The prior rows by key, in the index's order (`add`, then read-only); its keys are a
+    KeyTable (lib/key_table.py)."""
 
     def __init__(self, store: Any, space: str, *, cells: bool = True, previews: PreviewSpill | None = None) -> None:
+        super().__init__()
         self._store, self._space = store, space
         self._with_cells = cells  # False: no row has a cell (a publication's touches)
         self._spill = previews  # the PreviewSpill whose stand-ins are kept as their place
@@ -71,17 +80,12 @@ class PriorRows(Mapping[str, PackedRow]):
         self._blocks = BlockFile()
         self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
         self._large: list[bytes] = []
-        self._keys = bytearray()  # each row's key, UTF-8, ending at `_key_ends[row]`
-        self._key_ends = array("Q")
-        self._key_hashes = array("q")
         self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
         self._values: list[Any] = []
         self._value_at: dict[tuple[type, Any], int] = {}
         self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
         self._flags = bytearray()
         self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
-        self._slots = array("i")  # rows by their key's hash, open addressing (-1: empty)
-        self._indexed = -1  # rows in `_slots`
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -105,10 +109,7 @@ class PriorRows(Mapping[str, PackedRow]):
         at = None if append else self.position(key)
         if at is not None:
             return at
-        at = len(self._key_ends)
-        self._keys += key.encode("utf-8", "surrogatepass")
-        self._key_ends.append(len(self._keys))
-        self._key_hashes.append(hash(key))
+        at = self.append(key)  # kept indexed as it grows once looked up (a table filled and read at once)
         self._refs.append(0)
         self._held.extend((self._value(ABSENT),) * 3)
         self._flags.append(0)
@@ -117,8 +118,6 @@ class PriorRows(Mapping[str, PackedRow]):
         if self._spill is not None:
             self._preview_offsets.append(0)
             self._preview_lengths.append(0)
-        if self._indexed == at:  # kept indexed as it grows (a table filled and looked up at once)
-            self._place(at)
         return at
 
     def _fill(self, at: int, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
@@ -156,37 +155,10 @@ class PriorRows(Mapping[str, PackedRow]):
             self._other[~at] = PackedPreviews(previews) if isinstance(previews, list | tuple) else previews
         self._flags[at] = flags
 
-    def _place(self, at: int) -> None:
-        """Row `at` into the index (kept current: grown, rebuilt, at half full)."""
-        slots = self._slots
-        if 2 * (at + 1) > len(slots):
-            self.duplicate()
-            return
-        mask, slot = len(slots) - 1, self._key_hashes[at] & (len(slots) - 1)
-        while slots[slot] >= 0:
-            slot = (slot + 1) & mask
-        slots[slot] = at
-        self._indexed = at + 1
-
     def duplicate(self) -> int | None:
         """Where a key appears again (the later row), after indexing every key; None when
         each key appears once."""
-        hashes, duplicate = self._key_hashes, None
-        size = 8
-        while size < 2 * len(hashes):
-            size *= 2
-        slots = self._slots = array("i", [-1]) * size
-        mask = size - 1
-        for at, h in enumerate(hashes):
-            slot = h & mask
-            while slots[slot] >= 0:
-                other = slots[slot]
-                if duplicate is None and hashes[other] == h and self._text(other) == self._text(at):
-                    duplicate = at
-                slot = (slot + 1) & mask
-            slots[slot] = at
-        self._indexed = len(hashes)
-        return duplicate
+        return self.index()
 
     def _value(self, value: Any) -> int:
         try:
@@ -203,30 +175,9 @@ class PriorRows(Mapping[str, PackedRow]):
 
     # -- a row -----------------------------------------------------------------------------
 
-    def position(self, key: Any) -> int | None:
-        """The row of `key`, or None."""
-        if self._indexed != len(self._key_ends):
-            self.duplicate()
-        slots = self._slots
-        if type(key) is not str:
-            return None
-        hashes, h, mask = self._key_hashes, hash(key), len(slots) - 1
-        slot = h & mask
-        while True:
-            at = slots[slot]
-            if at < 0:
-                return None
-            if hashes[at] == h and self._text(at) == key:
-                return at
-            slot = (slot + 1) & mask
-
     def key(self, at: int) -> str:
         """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
-        return sys.intern(self._text(at))
-
-    def _text(self, at: int) -> str:
-        start = self._key_ends[at - 1] if at else 0
-        return self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass")
+        return sys.intern(self.text(at))
 
     def owns(self, row: Any) -> bool:
         """Whether `row` is one of this table's own (its place is `row._at`)."""

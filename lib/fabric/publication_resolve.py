@@ -29,6 +29,7 @@ from lib.fabric.ordering import OrderingState
 from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.source_status import SourceState
 from lib.fabric.touch_table import Touch, Touches
+from lib.key_table import KeyTable
 
 __all__ = ["Touch", "Touches", "Verdict", "DeletionGuard", "GUARD_DELETIONS", "Resolution", "resolve"]
 
@@ -146,7 +147,8 @@ def _judge_untouched(
     source, outcome = verdict.source, verdict.outcome
     assert outcome is not None
     inventory_complete = source.inventory_complete(outcome)
-    listed = set(outcome.get("listedSessionIds") or [])
+    listed = outcome.get("listedSessionIds") or ()
+    listed = listed if isinstance(listed, KeyTable) else set(listed)  # a KeyTable: end_source's
     if inventory_complete:
         live = deleting = 0
         for key, r in prior.rows.items():

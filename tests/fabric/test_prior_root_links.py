@@ -6,7 +6,6 @@ gives."""
 from __future__ import annotations
 
 import gc
-
 from pathlib import Path
 
 from lib.fabric.index_store import read_prior
