@@ -159,7 +159,7 @@ class EarlyRows:
         by_key = {row["key"]: row for row in rows}
         for row in direct:
             held = by_key[row.key]
-            place = held._at if type(held) is PackedRow and held._file is self._blocks else -1
+            place = held._at if isinstance(held, PackedRow) and held._file is self._blocks else -1
             self._cells.add((row.key, row.link.id, seq, len(row.ids), place if type(place) is int else -1))
         self._count += len(direct)
 
@@ -179,7 +179,7 @@ class EarlyRows:
         if noted is None:
             return None
         cell, seq, cells, place = noted
-        if place < 0 or type(row) is not PackedRow or row._file is not self._blocks or row._at != place:
+        if place < 0 or not isinstance(row, PackedRow) or row._file is not self._blocks or row._at != place:
             return None  # not the very row written here (its key touched again since)
         if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None

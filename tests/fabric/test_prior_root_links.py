@@ -112,7 +112,7 @@ def test_a_read_sessions_row_is_held_until_the_commit_in_the_touches_table_no_ob
         assert not any(type(o) is PackedRow or o == "codex/a" for o in held)  # no row, no key string
         touch = pub._touches["codex/a"]
         assert (touch.kind, touch.source_id, touch.sequence) == ("row", source.id, sequence)
-        assert type(touch.row) is PackedRow and touch.row._file is pub._touches.blocks
+        assert isinstance(touch.row, PackedRow) and touch.row._file is pub._touches.blocks
         assert len(touch.row["recentMessages"]) == 2 and touch.row["nativeSessionId"] == "a"
         pub.end_source({"sourceId": source.id, "inventoryComplete": True, "complete": True,
                         "listedSessionIds": ["a", "b"]})

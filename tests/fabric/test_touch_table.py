@@ -15,6 +15,7 @@ from lib.fabric.packed_previews import (
     unpacked_row,
 )
 from lib.fabric.packed_rows import PackedRow
+from lib.fabric.prior_table import SpilledRow
 from lib.fabric.touch_table import Touch, Touches
 from lib.fabric.values import Link
 
@@ -49,17 +50,19 @@ def test_touches_are_a_dict_of_touches_held_as_one_table() -> None:
             expected = {**plain, "recentMessages": list(plain["recentMessages"])}
             held = touches.hold(key, source, sequence, packed_row(plain, spill if step % 2 else None))
             assert unpacked_row(held) == expected
-            model[key] = (source, sequence, "row", expected)
+            model[key] = (source, sequence, "row", expected, held["recentMessages"])
         else:
             touches[key] = Touch(source, sequence, kind)
-            model[key] = (source, sequence, kind, None)
+            model[key] = (source, sequence, kind, None, None)
         assert len(touches) == len(model) and key in touches
     assert list(touches) == list(model) and "codex/none" not in touches
     for (key, touch), (model_key, expected) in zip(touches.items(), model.items(), strict=True):
         assert key == model_key and touches[key].kind == touch.kind
         assert (touch.source_id, touch.sequence, touch.kind) == expected[:3]
         if touch.kind == "row":
-            assert type(touch.row) is PackedRow and touch.row._file is touches.blocks
+            assert isinstance(touch.row, PackedRow) and touch.row._file is touches.blocks
+            # previews spilled: held as their place, the stand-in made when asked
+            assert (type(touch.row) is SpilledRow) is isinstance(expected[4], PreviewCells | SpilledPreviews)
             assert unpacked_row(touch.row) == expected[3] and touch.row.key == key
         else:
             assert touch.row is None
@@ -74,7 +77,9 @@ def test_a_held_rows_spilled_previews_are_kept_as_their_place_and_made_when_aske
     table = touches._table
     assert not table._other and not touches.retouched  # no stand-in object held
     row = touches["codex/s299"].row
+    assert type(row) is SpilledRow and type(row._previews) is int  # no stand-in object a row
     assert type(row["recentMessages"]) in (PreviewCells, SpilledPreviews)
+    assert row.same_as(touches["codex/s299"].row) and row == touches["codex/s299"].row
     assert row["recentMessages"].unpack() == _row("codex/s299", 299, 3)["recentMessages"]
 
     def held(touches: Touches) -> int:  # the objects the table's parts refer to
