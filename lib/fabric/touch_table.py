@@ -13,8 +13,12 @@ and its source's (source id, sequence). No object a session: a `Touch` and its r
 made when the commit reads them; a touch of another kind is one object a kind and a
 source, as it was.
 
-It is a Mapping of Touch by key with a dict's order and semantics (a key touched again
-keeps its place, its touch replaced), so `resolve` reads it as it read the dict.
+A touch of another kind ("prior", "partial", "keep": one `Touch` a kind and a source)
+of a key with no entry is kept in a dict, as before: a listing idle sync's 25,000
+retained sessions cost a dict entry each, not a table entry (2 us a touch in Python).
+It is a Mapping of Touch by key with a dict's semantics (a key's last touch), its keys
+in the order of their entries, then of the others (no rule depends on it: `resolve`'s
+rows are ordered by the index's own order), so `resolve` reads it as it read the dict.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Literal
 
 from lib.fabric.packed_previews import PreviewSpill
@@ -50,7 +55,7 @@ class Touches(Mapping[str, Touch]):
     """A publication's touches by key (the module's docstring). `previews`: the
     publication's spill, whose stand-ins a held row keeps as their place."""
 
-    __slots__ = ("_table", "_kinds", "_source_of", "_sources", "_source_at", "_shared", "retouched")
+    __slots__ = ("_table", "_kinds", "_source_of", "_sources", "_source_at", "_shared", "_others", "retouched")
 
     def __init__(self, previews: PreviewSpill | None = None) -> None:
         self._table = PriorRows(None, "", cells=False, previews=previews)
@@ -59,7 +64,8 @@ class Touches(Mapping[str, Touch]):
         self._source_of = array("I")  # an entry's (source id, sequence), in `_sources`
         self._sources: list[tuple[str, int]] = []
         self._source_at: dict[tuple[str, int], int] = {}
-        self._shared: dict[tuple[int, int], Touch] = {}  # a touch of another kind, by (kind, source)
+        self._shared: dict[tuple[Any, ...], Touch] = {}  # a touch of another kind, by (kind, source)
+        self._others: dict[str, Touch] = {}  # touches of another kind whose key has no entry
         self.retouched = False  # whether a key was touched more than once
 
     @property
@@ -72,12 +78,20 @@ class Touches(Mapping[str, Touch]):
         if touch.kind == "row" and touch.row is not None:
             self.hold(key, touch.source_id, touch.sequence, touch.row)
             return
-        self._note(self._table.entry(key), _KINDS.index(touch.kind), touch.source_id, touch.sequence)
+        at = self._table.position(key) if len(self._table) else None
+        if at is not None:
+            self._note(at, _KINDS.index(touch.kind), touch.source_id, touch.sequence)
+            return
+        self.retouched = self.retouched or key in self._others
+        named = (touch.kind, touch.source_id, touch.sequence)
+        self._others[key] = self._shared.get(named) or self._shared.setdefault(named, touch)
 
     def hold(self, key: str, source_id: str, sequence: int, row: Mapping[str, Any]) -> PackedRow:
         """`row` (keyed `key`) as its "row" touch; returns it as held (its previews' stand-in
         one of the publication's spill, its place kept)."""
         assert row["key"] == key
+        if self._others and self._others.pop(key, None) is not None:
+            self.retouched = True
         at = self._table.put(row)
         self._note(at, _ROW, source_id, sequence)
         return self._table.made(at)
@@ -98,25 +112,29 @@ class Touches(Mapping[str, Touch]):
         kind, source = self._kinds[at], self._source_of[at]
         if kind == _ROW:
             return Touch(*self._sources[source], "row", self._table.made(at))
-        shared = self._shared.get((kind, source))
+        named = (_KINDS[kind], *self._sources[source])
+        shared = self._shared.get(named)
         if shared is None:
-            shared = self._shared[(kind, source)] = Touch(*self._sources[source], _KINDS[kind])
+            shared = self._shared[named] = Touch(*self._sources[source], _KINDS[kind])
         return shared
 
     def __getitem__(self, key: str) -> Touch:
+        touch = self._others.get(key)
+        if touch is not None:
+            return touch
         at = self._table.position(key)
         if at is None:
             raise KeyError(key)
         return self._touch(at)
 
     def __contains__(self, key: object) -> bool:
-        return self._table.position(key) is not None
+        return key in self._others or self._table.position(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._table)
+        return chain(self._table, self._others)
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self._table) + len(self._others)
 
     def items(self) -> ItemsView[str, Touch]:
         return _Items(self)
@@ -127,6 +145,7 @@ class _Items(ItemsView[str, Touch]):
 
     def __iter__(self) -> Iterator[tuple[str, Touch]]:
         touches = self._mapping
-        for at in range(len(touches)):
+        for at in range(len(touches._table)):
             touch = touches._touch(at)
             yield (touch.row["key"] if touch.row is not None else touches._table.key(at)), touch
+        yield from touches._others.items()

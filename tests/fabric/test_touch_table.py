@@ -35,12 +35,12 @@ def _row(key: str, n: int, messages: int) -> dict:
 
 
 def test_touches_are_a_dict_of_touches_held_as_one_table() -> None:
-    """Random rows and touches of every kind, keys touched again: the table gives what a
-    dict of the same touches gives (order of first touch, the last touch of a key), each
-    row with its fields and previews as they were held."""
+    """Random rows and touches of every kind, keys touched again: the touches give what a
+    dict of the same touches gives (the last touch of a key; the table's keys in the order
+    of their first rows), each row with its fields and previews as they were held."""
     rng = random.Random(28)
     spill = PreviewSpill()
-    touches, model = Touches(spill), {}
+    touches, model, rows_first = Touches(spill), {}, {}
     keys = [f"codex/s{n}" for n in range(60)] + ["codex/é", "codex/日本"]
     for step in range(400):
         key, source, sequence = rng.choice(keys), rng.choice(["codex", "other"]), rng.randint(1, 3)
@@ -51,13 +51,16 @@ def test_touches_are_a_dict_of_touches_held_as_one_table() -> None:
             held = touches.hold(key, source, sequence, packed_row(plain, spill if step % 2 else None))
             assert unpacked_row(held) == expected
             model[key] = (source, sequence, "row", expected, held["recentMessages"])
+            rows_first.setdefault(key, None)
         else:
             touches[key] = Touch(source, sequence, kind)
             model[key] = (source, sequence, kind, None, None)
         assert len(touches) == len(model) and key in touches
-    assert list(touches) == list(model) and "codex/none" not in touches
-    for (key, touch), (model_key, expected) in zip(touches.items(), model.items(), strict=True):
-        assert key == model_key and touches[key].kind == touch.kind
+    assert sorted(touches) == sorted(model) and "codex/none" not in touches
+    assert list(touches._table) == list(rows_first)  # a key's entry made by its first row
+    for key, touch in touches.items():
+        expected = model[key]
+        assert touches[key].kind == touch.kind
         assert (touch.source_id, touch.sequence, touch.kind) == expected[:3]
         if touch.kind == "row":
             assert isinstance(touch.row, PackedRow) and touch.row._file is touches.blocks
