@@ -16,6 +16,7 @@ from typing import Literal, NoReturn, TypeVar
 from pydantic import Field
 
 from lib.drivers.base import AgentDriver, Cancelled, CancelSignal, DriverError
+from lib.key_table import KeyTable
 from lib.types import (
     NativeSessionSnapshot,
     SessionPage,
@@ -50,7 +51,8 @@ class CollectionOutcome(WireModel):
     `complete` and `inventory_complete` stay False until the stream is exhausted.
     `listed_session_ids` holds every distinct listed id in listing order (read or
     retained): a publisher needs it to mark missing sessions deleted, and it is bounded
-    by LISTING_LIMIT, so it is small next to one session.
+    by LISTING_LIMIT. A `SourceStream` sets it once its walk ends (it keeps the ids as
+    one table meanwhile: `SourceStream._listed`).
     """
 
     source_id: str
@@ -221,7 +223,10 @@ class SourceStream(Iterator[StreamItem]):
         self._keep_retained = keep_retained
         self.finished = False
         self._listing_limit = listing_limit
-        self._seen_ids: set[str] = set()
+        # every distinct listed id, in listing order, as one table (lib/key_table.py), not
+        # a string, a set entry and a list slot an id while the sessions are read (issue 14
+        # goal 4: 25,000 of them in a first sync); the outcome's list once the walk ends
+        self._listed = KeyTable()
         self._items = self._run()
 
     @property
@@ -242,6 +247,13 @@ class SourceStream(Iterator[StreamItem]):
     # -- the walk -------------------------------------------------------------------
 
     def _run(self) -> Iterator[StreamItem]:
+        try:
+            yield from self._walk()
+        finally:  # ended, stopped or failed: the outcome lists what was listed
+            self.outcome.listed_session_ids = list(self._listed)
+            self._listed = KeyTable()
+
+    def _walk(self) -> Iterator[StreamItem]:
         requested: set[str] = set()
         enumerated = False
         # One page ahead: page N+1 is asked for as soon as page N names its cursor, so the
@@ -305,7 +317,7 @@ class SourceStream(Iterator[StreamItem]):
     def _take(self, summary: SessionSummary) -> Iterator[StreamItem]:
         """Read, retain or reject one listing. The first listing of an id decides."""
         session_id = summary.native_session_id
-        if session_id in self._seen_ids:
+        if not self._listed.add_distinct(session_id):
             yield self._error(
                 "list",
                 session_id,
@@ -314,9 +326,7 @@ class SourceStream(Iterator[StreamItem]):
                 f"the first listing was kept",
             )
             return
-        self._seen_ids.add(session_id)
         self.outcome.listed += 1
-        self.outcome.listed_session_ids.append(session_id)
         item = self.reads.take(summary)
         if item.kind == "retained" and self._keep_retained:
             self.retained.append(summary)

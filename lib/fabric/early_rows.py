@@ -38,9 +38,11 @@ from lib.fabric import index_store
 from lib.fabric.graph_batch import SealedWrite
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import spilled_bytes
+from lib.fabric.packed_rows import PackedRow
 from lib.fabric.row_cells import DirectRow, direct_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
+from lib.fabric.touch_table import Touches
 from lib.fabric.values import Link
 from lib.record_spill import RecordSpill
 
@@ -48,20 +50,25 @@ from lib.record_spill import RecordSpill
 class EarlyRows:
     """The rows of one publication written before its commit, and where."""
 
-    def __init__(self, target: GraphTarget, row_links: Mapping[str, Link], staged: Callable[[str], bool]) -> None:
+    def __init__(
+        self, target: GraphTarget, row_links: Mapping[str, Link], staged: Callable[[str], bool], touches: Touches
+    ) -> None:
         self._target = target
+        # the publication's touches, whose rows these are (until the commit: `end`), and
+        # the file of their blocks: a row's place there tells it from another of its key
+        self._touches: Touches | None = touches
+        self._blocks = touches.blocks
         self._staged = staged  # whether a graph root is staged, not yet committed (GraphBatch.pending)
         self._prior_links = row_links  # the prior index's (read at the publication's start)
         self._linked: set[str] | None = None  # their cell IDs, made when first needed
         self._waiting: list[Mapping[str, Any]] = []
         self._waiting_bytes = 0
-        # key -> the row written (the commit links its cell only if it publishes this row)
-        self._written: dict[str, Mapping[str, Any]] = {}
-        # (key, cell ID, the seq it was written at, its cells) a row written, on disk until
-        # the commit's first `take` (issue 14 goal 4: a tuple and a cell ID string a
-        # session were held through a first sync's reads)
+        # (key, cell ID, the seq it was written at, its cells, the row's block's place) a
+        # row written, on disk until the commit's first `take` (issue 14 goal 4: a tuple, a
+        # cell ID string and a dict entry to the row a session were held through a first
+        # sync's reads); the commit links the cell only if it publishes that very row
         self._cells = RecordSpill()
-        self._noted: dict[str, tuple[str, int, int]] | None = None  # those, by key, at the commit
+        self._noted: dict[str, tuple[str, int, int, int]] | None = None  # those, by key, at the commit
         self._count = 0  # rows written here (their entries go as the commit takes them)
         self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], SealedWrite] | None = None
 
@@ -104,6 +111,7 @@ class EarlyRows:
         of it wall time after the agent's last answer, 50 to 90 ms longer at 300 threads."""
         self._commit_sealed()
         self._waiting, self._waiting_bytes = [], 0
+        self._touches = None  # resolved at the commit: not held through it
 
     def discard(self) -> None:
         """Drop what waits (an abandoned publication): nothing links it. The sealed
@@ -132,7 +140,7 @@ class EarlyRows:
         # the commit's); but where the store is written by this run alone, its cells are
         # known absent (a row's cells are named by its key; none of these keys written
         # before) and go in as fresh rows, on the worker, with no row read
-        fresh = target.store.writes_alone(target.space) and _new_keys(direct, self._written)
+        fresh = target.store.writes_alone(target.space) and self._new_keys(direct)
         self._sealed = (rows, direct, SealedWrite(target, ids, texts, background=background, require_absent=not fresh))
         if not background:
             self._commit_sealed()
@@ -150,8 +158,9 @@ class EarlyRows:
             return
         by_key = {row["key"]: row for row in rows}
         for row in direct:
-            self._written[row.key] = by_key[row.key]
-            self._cells.add((row.key, row.link.id, seq, len(row.ids)))
+            held = by_key[row.key]
+            place = held._at if isinstance(held, PackedRow) and held._file is self._blocks else -1
+            self._cells.add((row.key, row.link.id, seq, len(row.ids), place if type(place) is int else -1))
         self._count += len(direct)
 
     def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
@@ -159,26 +168,28 @@ class EarlyRows:
         and the commit may link it as it is (the module's docstring), else None. Called
         under the publish lock, with `linked` the cells the current roots link, once a
         row: the row's entry is dropped."""
-        if self._noted is None:  # the last record of a key is its row's (the one in _written)
-            self._noted = {key: (cell, seq, cells) for key, cell, seq, cells in self._cells}
+        if self._noted is None:  # the last record of a key is its last row's
+            self._noted = {key: (cell, seq, cells, place) for key, cell, seq, cells, place in self._cells}
             self._cells.clear()
-        # the commit asks once a row: its entries go now, and the tables once empty, not
+        # the commit asks once a row: its entry goes now, and the table once empty, not
         # held through the roots' final transaction (issue 14 goal 4)
-        written, noted = self._written.pop(row["key"], None), self._noted.pop(row["key"], None)
-        if not self._written:
-            self._written, self._noted = {}, {}
-        if written is not row or noted is None:
+        noted = self._noted.pop(row["key"], None)
+        if not self._noted:
+            self._noted = {}
+        if noted is None:
             return None
-        cell, seq, cells = noted
+        cell, seq, cells, place = noted
+        if place < 0 or not isinstance(row, PackedRow) or row._file is not self._blocks or row._at != place:
+            return None  # not the very row written here (its key touched again since)
         if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None
         return Link.trusted(cell, self._target.space), cells
 
+    def _new_keys(self, direct: list[DirectRow]) -> bool:
+        """Whether the rows' keys are distinct and none was written before (a key is
+        written once unless it was touched again)."""
+        touches = self._touches
+        return touches is not None and not touches.retouched and len({row.key for row in direct}) == len(direct)
+
     def __len__(self) -> int:
         return self._count
-
-
-def _new_keys(direct: list[DirectRow], written: Mapping[str, object]) -> bool:
-    """Whether the rows' keys are distinct and none was written before."""
-    keys = {row.key for row in direct}
-    return len(keys) == len(direct) and keys.isdisjoint(written)

@@ -19,7 +19,15 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
   hash (4 bytes a slot, at most half the slots filled) for look-ups by key.
 
 Each row is made when asked (`TableRow`, a PackedRow whose parts are the table's), so
-the rules read it as they read any packed row. The table is read-only once read.
+the rules read it as they read any packed row. The prior's table is read-only once read.
+
+A publication's touches (touch_table.py) are the same table, filled as sessions are
+observed (issue 14 goal 4: a first sync held a `PackedRow`, its key string, its block's
+offset, its previews' stand-in and two dict entries a session until the commit): kept
+indexed as it grows (`put`, `entry`), a key touched again has its entry replaced (its
+new block appended), no cell IDs kept (`cells=False`), and a row's previews spilled to
+the publication's `PreviewSpill` kept as their place there (12 bytes), the stand-in
+made when the row is.
 """
 
 from __future__ import annotations
@@ -30,7 +38,13 @@ from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PackedPreviews, StoredPreviews
+from lib.fabric.packed_previews import (
+    PackedPreviews,
+    PreviewCells,
+    PreviewSpill,
+    SpilledPreviews,
+    StoredPreviews,
+)
 from lib.fabric.packed_rows import (
     ABSENT,
     NO_PREVIEWS,
@@ -43,39 +57,70 @@ from lib.fabric.packed_rows import (
     pack_block,
 )
 from lib.fabric.values import Link
+from lib.key_table import KeyTable
 
 _ID_PREFIX = "of:fid1:"
 _ID_BODY = 43
 _NO_CELL = b"\x00" * _ID_BODY
-_HAS_CELL, _STORED_PREVIEWS = 1, 2  # a row's flags
+_HAS_CELL, _STORED_PREVIEWS, _PREVIEW_CELLS, _SPILLED_PREVIEWS = 1, 2, 4, 8  # a row's flags
+_SPILLED = {PreviewCells: _PREVIEW_CELLS, SpilledPreviews: _SPILLED_PREVIEWS}
 
 
-class PriorRows(Mapping[str, PackedRow]):
-    """The prior rows by key, in the index's order (`add`, then read-only)."""
+class PriorRows(KeyTable, Mapping[str, PackedRow]):
+    """The prior rows by key, in the index's order (`add`, then read-only); its keys are a
+    KeyTable (lib/key_table.py)."""
 
-    def __init__(self, store: Any, space: str) -> None:
+    def __init__(self, store: Any, space: str, *, cells: bool = True, previews: PreviewSpill | None = None) -> None:
+        super().__init__()
         self._store, self._space = store, space
-        self._blocks = BlockFile()
+        self._with_cells = cells  # False: no row has a cell (a publication's touches)
+        self._spill = previews  # the PreviewSpill whose stand-ins are kept as their place
+        self._preview_offsets = array("Q")  # a row's spilled previews (only with `previews`)
+        self._preview_lengths = array("I")
+        self._blocks = BlockFile() if previews is None else _SpillBlocks(previews)
         self._refs = array("q")  # -1 - n: the n-th block too large for the file (`_large`)
         self._large: list[bytes] = []
-        self._keys = bytearray()  # each row's key, UTF-8, ending at `_key_ends[row]`
-        self._key_ends = array("Q")
-        self._key_hashes = array("q")
         self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
         self._values: list[Any] = []
         self._value_at: dict[tuple[type, Any], int] = {}
         self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
         self._flags = bytearray()
         self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
-        self._slots = array("i")  # rows by their key's hash, open addressing (-1: empty)
-        self._indexed = -1  # rows in `_slots`
 
     # -- reading ---------------------------------------------------------------------------
 
-    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
+    def add(self, row: Mapping[str, Any], link: Any, stored_previews: bool) -> int:
         """One row, its `link` (the root's link to its cell) and whether its previews are
-        still in that cell (StoredPreviews), in the index's order."""
-        at = len(self._key_ends)
+        still in that cell (StoredPreviews), in the index's order; its place."""
+        at = self.entry(row["key"], append=True)
+        self._fill(at, row, link, stored_previews)
+        return at
+
+    def put(self, row: Mapping[str, Any]) -> int:
+        """`row` as its key's row (no cell): a new entry, or the key's entry replaced (its
+        new block appended); its place."""
+        at = self.entry(row["key"])
+        self._fill(at, row, None, False)
+        return at
+
+    def entry(self, key: str, *, append: bool = False) -> int:
+        """The place of `key`'s entry, appended (no row yet: its block is read only once
+        `put`) when there is none or `append`."""
+        at = None if append else self.position(key)
+        if at is not None:
+            return at
+        at = self.append(key)  # kept indexed as it grows once looked up (a table filled and read at once)
+        self._refs.append(0)
+        self._held.extend((self._value(ABSENT),) * 3)
+        self._flags.append(0)
+        if self._with_cells:
+            self._cells += _NO_CELL
+        if self._spill is not None:
+            self._preview_offsets.append(0)
+            self._preview_lengths.append(0)
+        return at
+
+    def _fill(self, at: int, row: Mapping[str, Any], link: Any, stored_previews: bool) -> None:
         fields = dict(row)
         previews = fields.get(PREVIEWS, NO_PREVIEWS)
         if previews is not NO_PREVIEWS:
@@ -85,51 +130,35 @@ class PriorRows(Mapping[str, PackedRow]):
         if ref is None:
             self._large.append(block)
             ref = -len(self._large)
-        self._refs.append(ref)
-        key = fields["key"]
-        self._keys += key.encode("utf-8", "surrogatepass")
-        self._key_ends.append(len(self._keys))
-        self._key_hashes.append(hash(key))
-        for name in ("status", "sourceId", "gitWorktreeRoot"):
-            self._held.append(self._value(fields.get(name, ABSENT)))
+        self._refs[at] = ref
+        for n, name in enumerate(("status", "sourceId", "gitWorktreeRoot")):
+            self._held[3 * at + n] = self._value(fields.get(name, ABSENT))
+        self._other.pop(at, None)
+        self._other.pop(~at, None)
         flags = 0
-        if type(link) is Link and link.space == self._space and not link.path:
+        if self._with_cells and type(link) is Link and link.space == self._space and not link.path:
             flags |= _HAS_CELL
             body = link.id[len(_ID_PREFIX):]
             if link.id.startswith(_ID_PREFIX) and len(body) == _ID_BODY and body.isascii():
-                self._cells += body.encode("ascii")
+                self._cells[_ID_BODY * at : _ID_BODY * (at + 1)] = body.encode("ascii")
             else:
-                self._cells += _NO_CELL
                 self._other[at] = link.id
-        else:
-            self._cells += _NO_CELL
-            if type(link) is Link:
-                self._other[at] = link
+        elif type(link) is Link:
+            self._other[at] = link
+        spilled = _SPILLED.get(type(previews), 0) if self._spill is not None else 0
         if stored_previews and flags & _HAS_CELL:
             flags |= _STORED_PREVIEWS
+        elif spilled and previews._spill is self._spill and previews._length < 1 << 32:
+            flags |= spilled
+            self._preview_offsets[at], self._preview_lengths[at] = previews._offset, previews._length
         elif previews is not NO_PREVIEWS:
             self._other[~at] = PackedPreviews(previews) if isinstance(previews, list | tuple) else previews
-        self._flags.append(flags)
+        self._flags[at] = flags
 
     def duplicate(self) -> int | None:
         """Where a key appears again (the later row), after indexing every key; None when
         each key appears once."""
-        hashes, duplicate = self._key_hashes, None
-        size = 8
-        while size < 2 * len(hashes):
-            size *= 2
-        slots = self._slots = array("i", [-1]) * size
-        mask = size - 1
-        for at, h in enumerate(hashes):
-            slot = h & mask
-            while slots[slot] >= 0:
-                other = slots[slot]
-                if duplicate is None and hashes[other] == h and self._text(other) == self._text(at):
-                    duplicate = at
-                slot = (slot + 1) & mask
-            slots[slot] = at
-        self._indexed = len(hashes)
-        return duplicate
+        return self.index()
 
     def _value(self, value: Any) -> int:
         try:
@@ -146,30 +175,9 @@ class PriorRows(Mapping[str, PackedRow]):
 
     # -- a row -----------------------------------------------------------------------------
 
-    def position(self, key: Any) -> int | None:
-        """The row of `key`, or None."""
-        if self._indexed != len(self._key_ends):
-            self.duplicate()
-        slots = self._slots
-        if type(key) is not str:
-            return None
-        hashes, h, mask = self._key_hashes, hash(key), len(slots) - 1
-        slot = h & mask
-        while True:
-            at = slots[slot]
-            if at < 0:
-                return None
-            if hashes[at] == h and self._text(at) == key:
-                return at
-            slot = (slot + 1) & mask
-
     def key(self, at: int) -> str:
         """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
-        return sys.intern(self._text(at))
-
-    def _text(self, at: int) -> str:
-        start = self._key_ends[at - 1] if at else 0
-        return self._keys[start : self._key_ends[at]].decode("utf-8", "surrogatepass")
+        return sys.intern(self.text(at))
 
     def owns(self, row: Any) -> bool:
         """Whether `row` is one of this table's own (its place is `row._at`)."""
@@ -220,9 +228,30 @@ class PriorRows(Mapping[str, PackedRow]):
         return other if type(other) is Link else None
 
     def previews(self, at: int) -> Any:
-        if self._flags[at] & _STORED_PREVIEWS:
+        flags = self._flags[at]
+        if flags & _STORED_PREVIEWS:
             return StoredPreviews(self._store, self._space, self.cell(at))  # type: ignore[arg-type]
+        if flags & (_PREVIEW_CELLS | _SPILLED_PREVIEWS):
+            kind = PreviewCells if flags & _PREVIEW_CELLS else SpilledPreviews
+            return kind(self._spill, self._preview_offsets[at], self._preview_lengths[at])  # type: ignore[arg-type]
         return self._other.get(~at, NO_PREVIEWS)
+
+    def made(self, at: int) -> PackedRow:
+        """Row `at` as a PackedRow of its own (its block in the table's file): what a
+        publication's touches give for a row. Previews in the table's spill are held as
+        their place (`SpilledRow`), others as their stand-in."""
+        flags = self._flags[at]
+        if not flags & (_PREVIEW_CELLS | _SPILLED_PREVIEWS) or self._refs[at] < 0:
+            return self.packed(at, self.previews(at))
+        cells = 1 if flags & _PREVIEW_CELLS else 0
+        out = self.packed(at, self._preview_offsets[at] << 33 | self._preview_lengths[at] << 1 | cells)
+        out.__class__ = SpilledRow
+        return out
+
+    @property
+    def blocks(self) -> BlockFile:
+        """The file of the rows' blocks (a row `packed` from the table keeps it)."""
+        return self._blocks
 
     # -- Mapping ---------------------------------------------------------------------------
 
@@ -300,3 +329,32 @@ class TableRow(PackedRow):
 
     def with_previews(self, previews: Any) -> PackedRow:
         return self._file.packed(self._at, previews)
+
+
+class _SpillBlocks(BlockFile):
+    """The block file of a table whose rows' previews are in `previews` (SpilledRow's)."""
+
+    def __init__(self, previews: PreviewSpill) -> None:
+        super().__init__()
+        self.previews = previews
+
+
+class SpilledRow(PackedRow):
+    """A row of a publication's touches (touch_table.py) whose previews are in the table's
+    spill: `_previews` is their place there (offset << 33 | length << 1 | 1 for preview
+    cells), the stand-in made when asked (issue 14 goal 4: a stand-in and its two ints,
+    116 bytes a row, were held through the commit)."""
+
+    __slots__ = ()
+    _file: _SpillBlocks
+
+    def _stand_in(self) -> Any:
+        place = self._previews
+        kind = PreviewCells if place & 1 else SpilledPreviews
+        return kind(self._file.previews, place >> 33, (place >> 1) & 0xFFFFFFFF)
+
+    def same_as(self, other: PackedRow) -> bool | None:
+        if type(other) is SpilledRow and (self._file, self._at, self._previews) == (
+                other._file, other._at, other._previews):
+            return True  # one block, one place of the previews
+        return super().same_as(other)

@@ -8,13 +8,14 @@
         pub.end_source(outcome)               # inventory verdict: deletions, staleness
         summary = pub.commit()                # both indexes and the ordering, one transaction
 
-Only rows (shallow, at most 12 message previews each) stay in memory, never a
-transcript, so memory is bounded by the largest session. The publish lock is held only
-to read the prior index (at creation) and to commit the new one: session graphs, and the
-cells of rows new to the index (early_rows.py), are written without it, so a long
-collection does not hold up another publication. What this one observed is kept as intents and resolved at commit
-against the index as it is then (publication_resolve.py). Leaving the `with` block
-without committing publishes no index (graphs already written stay unreachable).
+Only rows (shallow, at most 12 message previews each; one table: touch_table.py) are
+held, never a transcript, so memory is bounded by the largest session. The publish lock
+is held only to read the prior index (at creation) and to commit the new one: session
+graphs, and the cells of rows new to the index (early_rows.py), are written without it,
+so a long collection does not hold up another publication. What this one observed is
+kept as intents, resolved at commit against the index as it is then
+(publication_resolve.py). Leaving the `with` block without committing publishes no
+index (graphs already written stay unreachable).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
 from lib.fabric.store_lock import StoreLock
 from lib.git_context import GitObservation
+from lib.key_table import KeyTable
 from lib.session_key import session_key
 from lib.types import SessionSummary, SourceDescriptor, normalize_source_id
 
@@ -81,16 +83,15 @@ class Publication:
                 prior = indexes.read_prior(graphs, cells)
         self.prior: PriorIndex = prior
         self._ordering = self.prior.ordering
-        self._touches = intents.Touches()  # a "row" touch held as its row alone
-        self._prior_touches: dict[str, Touch] = {}  # by source (_prior_touch)
+        # new rows' previews, kept on disk until their cells are written (packed_previews.py)
+        self._spill = PreviewSpill()
+        self._touches = intents.Touches(self._spill)  # one table, no object a session (touch_table.py)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
         # new session graphs, committed several sessions at a time (graph_batch.py)
         self.batch = GraphBatch(graphs)
-        # new rows' previews, kept on disk until their cells are written (packed_previews.py)
-        self._spill = PreviewSpill()
-        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending)  # new rows' cells, as it goes
+        self._early = EarlyRows(graphs, self.prior.row_links, self.batch.pending, self._touches)  # as it goes
 
     # -- sources ---------------------------------------------------------------------
 
@@ -136,6 +137,8 @@ class Publication:
         if outcome is not None:
             for error in outcome.get("errors") or []:
                 source.record_error(error)
+            if isinstance(listed := outcome.get("listedSessionIds"), list) and listed:  # one table to the commit
+                outcome = {**outcome, "listedSessionIds": KeyTable(listed)}
         self._verdicts[sid] = Verdict(source, outcome, self._now())
 
     # -- sessions --------------------------------------------------------------------
@@ -376,18 +379,15 @@ class Publication:
     def _backed(self, prior: Mapping[str, Any], source: SourceState) -> bool:
         if prior.get("driver") != source.descriptor.get("driver"):
             return False  # a reconfigured driver: the copy is another provider's
-        if prior.get("status") == "complete":
-            return True
-        if prior.get("status") == "deleted":
-            return False
+        if prior.get("status") in ("complete", "deleted"):
+            return prior["status"] == "complete"
         # stale or partial: backed when the manifest it links is itself complete
         document = self._graphs.store.read(self._graphs.space, prior["manifest"].id)
         return document is not None and isinstance(document.value, dict) and document.value.get("complete") is True
 
     def _prior_touch(self, source: SourceState) -> Touch:
-        """A retained or unchanged session's touch: one for all of a source's (issue 14 goal 4)."""
-        shared, sid = self._prior_touches, source.source_id
-        return shared.get(sid) or shared.setdefault(sid, Touch(sid, source.sequence, "prior"))
+        """A retained or unchanged session's touch (the touches hold one for all of a source's)."""
+        return Touch(source.source_id, source.sequence, "prior")
 
     def _keep_newer(self, key: str, source: SourceState, prior: Mapping[str, Any] | None) -> PublishedOutcome:
         self._touches[key] = Touch(source.source_id, source.sequence, "keep")

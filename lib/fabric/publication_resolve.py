@@ -4,7 +4,7 @@ A publication holds the publish lock only to read the prior index and to commit 
 new one; its session graphs are written in between, without it. Another publication
 may commit meanwhile, so what this one observed is kept as intents, not final rows:
 
-- a `Touch` per session it observed: its own new row (read or retained), "prior" (the
+- a `Touch` per session it observed (held as one table: touch_table.py): its own new row (read or retained), "prior" (the
   row the publication read at its start, itself: a retained or unchanged session),
   "partial" (a failed read marks whatever row is there), or "keep" (a newer
   observation had it);
@@ -19,65 +19,19 @@ judged as they are now, not as they were when the publication began.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from lib.fabric import session_index as idx
 from lib.fabric.index_store import PriorIndex
 from lib.fabric.ordering import OrderingState
 from lib.fabric.packed_rows import PackedRow, packed
 from lib.fabric.source_status import SourceState
+from lib.fabric.touch_table import Touch, Touches
+from lib.key_table import KeyTable
 
-
-@dataclass(slots=True)  # one per observed session, held until the commit
-class Touch:
-    source_id: str
-    sequence: int
-    kind: Literal["row", "prior", "partial", "keep"]
-    row: Mapping[str, Any] | None = None  # a "row" touch's row
-
-    def __post_init__(self) -> None:
-        # held until the commit: one packed block per row, not a dict of small objects
-        if self.row is not None:
-            self.row = packed(self.row)
-
-
-class Touches(Mapping[str, Touch]):
-    """A publication's touches by key. A "row" touch is held as its packed row alone, no
-    `Touch` a session until the commit reads it (issue 14 goal 4: 25,000 of them); its
-    source and sequence are its row's source's."""
-
-    __slots__ = ("_held", "_sources")
-
-    def __init__(self) -> None:
-        self._held: dict[str, Touch | PackedRow] = {}
-        self._sources: dict[Any, tuple[str, int]] = {}  # a row's sourceId -> (source id, sequence)
-
-    def __setitem__(self, key: str, touch: Touch) -> None:
-        self._held[key] = touch
-
-    def hold(self, key: str, source_id: str, sequence: int, row: Mapping[str, Any]) -> PackedRow:
-        """`row` as `key`'s "row" touch (packed); returns it."""
-        held = self._held[key] = packed(row)
-        self._sources.setdefault(held.source_id, (source_id, sequence))
-        return held
-
-    def __getitem__(self, key: str) -> Touch:
-        touch = self._held[key]
-        if type(touch) is Touch:
-            return touch
-        source_id, sequence = self._sources[touch.source_id]  # type: ignore[union-attr]
-        return Touch(source_id, sequence, "row", touch)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._held
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._held)
-
-    def __len__(self) -> int:
-        return len(self._held)
+__all__ = ["Touch", "Touches", "Verdict", "DeletionGuard", "GUARD_DELETIONS", "Resolution", "resolve"]
 
 
 @dataclass
@@ -193,7 +147,8 @@ def _judge_untouched(
     source, outcome = verdict.source, verdict.outcome
     assert outcome is not None
     inventory_complete = source.inventory_complete(outcome)
-    listed = set(outcome.get("listedSessionIds") or [])
+    listed = outcome.get("listedSessionIds") or ()
+    listed = listed if isinstance(listed, KeyTable) else set(listed)  # a KeyTable: end_source's
     if inventory_complete:
         live = deleting = 0
         for key, r in prior.rows.items():

@@ -184,7 +184,11 @@ class ReadStage:
         outcome.errors[:0] = listed.errors  # the inventory's errors first, as they happened
         self._concluded.add(source_id)
         outcome.conclude(listed.inventory_complete)
-        return outcome_record(outcome)
+        record = outcome_record(outcome)
+        # the ids go on with the record (the publication keeps them as one table): the stage
+        # holds none, a string an id, through the commit (issue 14 goal 4)
+        outcome.listed_session_ids = []
+        return record
 
 
 def outcome_record(outcome: CollectionOutcome) -> dict[str, Any]:

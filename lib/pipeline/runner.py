@@ -32,9 +32,13 @@ def run_stage(
     stage is closed however the run ends (an unfinished publication commits nothing)."""
     try:
         items = progress(inputs, description or stage.stage) if progress is not None else inputs
+        item = out = None
         for item in items:
             for out in stage.handle(item):
                 sink.put(out)
+        # the last records (a source's outcome, its listed ids) are not held through the
+        # stage's finish, where `sync` commits its index (issue 14 goal 4)
+        del item, out
         for out in stage.finish():
             sink.put(out)
     finally:

@@ -173,7 +173,7 @@ def test_fake_other_writer_a_row_cell_rewritten_after_it_was_written_early_is_wr
     by rewriting the cell directly; the commit must not link it as it is."""
     target, source = make_env(tmp_path).target(), descriptor()
     with _rows_written_early(target, source, 2) as pub:
-        cell = next(cell for key, cell, _, _ in pub._early._cells if key == "codex/s0")  # the row cell's ID
+        cell = next(cell for key, cell, *_ in pub._early._cells if key == "codex/s0")  # the row cell's ID
         with target.store.transaction(target.space, target.writer) as tx:
             tx.write(cell, {"key": "codex/s0", "junk": True}, target.labels)
             tx.commit()
@@ -276,38 +276,49 @@ def test_rows_still_waiting_at_the_commit_are_the_commits_own_written_without_an
     assert _assert_no_document_links_a_missing_cell(target) > 0
 
 
-def test_a_row_written_early_is_held_as_itself_and_a_record_on_disk_and_dropped_as_the_commit_takes_it(
+def test_a_row_written_early_is_held_as_a_record_on_disk_and_dropped_as_the_commit_takes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """Issue 14 goal 4: what EarlyRows notes of a written row is the row itself and a
-    record on disk (its cell ID, seq and cells) until the commit, and is dropped as the
-    commit takes the row, the emptied tables with it, so none of it is held through the
-    roots' final transaction."""
+    """Issue 14 goal 4: what EarlyRows notes of a written row is a record on disk (its
+    cell ID, seq, cells and the place of the row's block), no object in memory, until the
+    commit, and is dropped as the commit takes the row, the emptied table with it, so none
+    of it is held through the roots' final transaction; the cell is linked as it is only
+    for the very row written (a key touched again since has its cell written anew)."""
     monkeypatch.setattr(index_store, "ROW_BATCH", 2)
     monkeypatch.setattr(graph_batch, "MAX_SESSIONS", 1)
     target = make_env(tmp_path).target()
     source = descriptor()
     sizes: list[int] = []
-    real_root_text = index_store.root_text
+    taken: list[bool] = []
+    real_root_text, real_take = index_store.root_text, EarlyRows.take
 
     def root_text(value, space):  # the final transaction: what EarlyRows holds then
-        sizes.append(len(early._written))
+        sizes.append(len(early._noted))
         return real_root_text(value, space)
 
+    def take(self, row, linked):
+        got = real_take(self, row, linked)
+        taken.append(got is not None)
+        return got
+
     monkeypatch.setattr(index_store, "root_text", root_text)
+    monkeypatch.setattr(EarlyRows, "take", take)
     with target.publication() as pub:
         early = pub._early
         pub.begin_source(source, None)
         for n in range(7):
             pub.add_prepared(prepared(source, snapshot(f"s{n}", messages=3)))
-        pub.end_source(None, source.id)
         pub.batch.flush()
         early.flush()
-        assert len(early._written) == len(early) == 7  # every row written early
-        # held meanwhile: each row itself (the publication holds it anyway); its cell ID,
-        # seq and cells are records on disk until the commit
-        assert all(row is pub._touches._held[key] for key, row in early._written.items())
+        assert len(early) == 7  # every row written early
         assert [key for key, *_ in early._cells] == [f"codex/s{n}" for n in range(7)]
+        assert early._noted is None and not early._waiting  # nothing a row in memory until the commit
+        # s0 read again (its row changed): its cell, written early, is not the row published
+        pub.add_prepared(prepared(source, snapshot("s0", messages=4)))
+        pub.end_source(None, source.id)
         pub.commit()
     assert sizes == [0, 0]
+    assert taken.count(False) == 1 and taken.count(True) == 6
+    got = rows(target)
+    assert len(got) == 7 and len(got["codex/s0"]["recentMessages"]) == 4
     assert len(_row_links(target)) == 7 and _assert_no_document_links_a_missing_cell(target) > 0

@@ -5,6 +5,7 @@ gives."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from lib.fabric.index_store import read_prior
@@ -90,22 +91,29 @@ def test_a_prior_read_from_the_store_makes_its_row_links_from_the_rows_stored_pr
     assert "codex/zzz" not in prior.row_links
 
 
-def test_a_read_sessions_row_is_held_until_the_commit_as_its_packed_row_alone(tmp_path: Path) -> None:
-    """Issue 14 goal 4: a session's new row is held as its packed row, no `Touch` object
-    a session (25,000 of them in a first sync); the commit reads it as the "row" touch of
-    its source's sequence and publishes that row."""
+def test_a_read_sessions_row_is_held_until_the_commit_in_the_touches_table_no_object_a_session(
+    tmp_path: Path,
+) -> None:
+    """Issue 14 goal 4: a session's new row is held as an entry of the touches' table (its
+    block in the table's file, its previews' place in the spill), no `Touch`, row, key
+    string or stand-in object a session (25,000 of them in a first sync); the commit
+    reads it as the "row" touch of its source's sequence and publishes that row."""
     target = make_env(tmp_path).target()
     source = descriptor()
     with target.publication(preserve_untouched_status=False, checkout_directories=None) as pub:
         pub.begin_source(source, None)
         sequence = pub._sources[source.id].sequence
         for name in ("a", "b"):
-            assert pub.add_prepared(prepared(source, snapshot(name))).action == "written"
-        held = pub._touches._held
-        assert all(type(row) is PackedRow for row in held.values()) and list(held) == ["codex/a", "codex/b"]
+            assert pub.add_prepared(prepared(source, snapshot(name, messages=2))).action == "written"
+        table = pub._touches._table
+        assert list(pub._touches) == ["codex/a", "codex/b"] and not table._other  # previews as their place
+        held = [*gc.get_referents(pub._touches), *vars(table).values()]
+        held += gc.get_referents(*held)
+        assert not any(type(o) is PackedRow or o == "codex/a" for o in held)  # no row, no key string
         touch = pub._touches["codex/a"]
         assert (touch.kind, touch.source_id, touch.sequence) == ("row", source.id, sequence)
-        assert touch.row is held["codex/a"]
+        assert isinstance(touch.row, PackedRow) and touch.row._file is pub._touches.blocks
+        assert len(touch.row["recentMessages"]) == 2 and touch.row["nativeSessionId"] == "a"
         pub.end_source({"sourceId": source.id, "inventoryComplete": True, "complete": True,
                         "listedSessionIds": ["a", "b"]})
         pub.commit()

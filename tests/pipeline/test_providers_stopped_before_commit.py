@@ -6,6 +6,9 @@ providers exited (`DriverPool.close_in_background`, then `close` waits for it).
 It also hands the heap pages the reads freed back to the system once, after the reads and
 before the commit (lib/memory_release.py): the commit's largest allocations fit none of
 those freed chunks, so they came on top of them (issue 14 goal 4; the real trim, watched).
+And the listed session ids reach the commit as one table (lib/key_table.py), no stage
+holding them as strings (issue 14 goal 4: 25,000 id strings, a set and two lists were
+held through a first sync's reads and commit).
 
 The real pinned Codex shows the order; the scripted driver only a stop that fails (which
 no real provider does on demand), hence `fake` in that name.
@@ -13,6 +16,7 @@ no real provider does on demand), hence `fake` in that name.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -22,8 +26,9 @@ import pytest
 import lib.memory_release as memory_release
 from lib.drivers.codex_app_server import CodexAppServerDriver
 from lib.fabric.publication import Publication
+from lib.key_table import KeyTable
 from lib.pipeline.driver_pool import DriverPool
-from lib.pipeline.records import kind_of
+from lib.pipeline.records import RecordSink, kind_of
 from lib.pipeline.sync import run_sync
 from lib.pipeline.unchanged_sources import UnchangedSources
 from lib.workspace import Workspace
@@ -153,3 +158,40 @@ def test_a_stop_failing_in_the_background_is_raised_by_close_fake():
     with pytest.raises(RuntimeError, match="stop broke"):
         pool.close()
 
+
+class Dropped(RecordSink):
+    """Records printed and dropped, as `agentctl sync` does; only the publication's kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.publication: dict | None = None
+
+    def emit(self, item) -> None:  # noqa: ANN001
+        if kind_of(item) == "publication":
+            self.publication = item
+
+
+def test_the_listed_ids_reach_the_commit_as_one_table_and_no_stage_holds_them(workspace, monkeypatch):
+    """The list stage's stream keeps them as one table while it lists, the read stage
+    passes them on with its outcome record and keeps none, `run_stage` drops its last
+    records before the commit, and the publication keeps the verdict's as a KeyTable."""
+    ids = {thread.id for thread in demo_threads()}
+    seen: dict[str, object] = {}
+    real_commit = Publication.commit
+
+    def commit(self):  # noqa: ANN001, ANN202
+        (verdict,) = self._verdicts.values()
+        listed = verdict.outcome["listedSessionIds"]
+        seen["table"] = type(listed) is KeyTable and set(listed) == ids and len(listed) == len(ids)
+        gc.collect()
+        seen["lists"] = sum(1 for o in gc.get_objects() if type(o) is list and len(o) == len(ids)
+                            and all(type(i) is str for i in o) and set(o) == ids)
+        seen["sets"] = sum(1 for o in gc.get_objects() if type(o) is set and o is not ids and o == ids)
+        return real_commit(self)
+
+    monkeypatch.setattr(Publication, "commit", commit)
+    sink = Dropped()
+    with DriverPool(lambda source_id: CodexAppServerDriver(workspace.source_config(source_id))) as drivers:
+        run_sync(workspace, ["codex"], sink, drivers=drivers, close_drivers=True)
+    assert seen == {"table": True, "lists": 0, "sets": 0}
+    assert sink.publication is not None and sink.publication["sessionCount"] == len(ids)
