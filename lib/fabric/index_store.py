@@ -312,7 +312,7 @@ def commit_indexes(
             tx.write(child.id, child.value, target.labels)
         for graph in graphs:  # the roots' row links written as one text (row_cells.py)
             tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
-        tx.write(cells.ordering, ordering.to_value(owner), target.labels)
+        tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))
         seq = tx.commit()
     committed = _committed(target, cells, complete, ordering, graphs[1], seq)
     committed.roots = {graph.root.id: graph.root.value for graph in graphs}
@@ -342,7 +342,7 @@ def _check_unmoved(tx: Any, prior: PriorIndex) -> None:
 def _ordering_only(
     target: GraphTarget, cells: IndexCells, prior: PriorIndex, ordering: OrderingState, tx: Any, window: Any = None
 ) -> int:
-    tx.write(cells.ordering, ordering.to_value(target.owner), target.labels)
+    tx.write(cells.ordering, None, target.labels, text=ordering.text(target.owner))
     seq = tx.commit()
     kept_prior = _copy(prior)
     kept_prior.ordering = ordering
