@@ -150,8 +150,9 @@ def _stored_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
             prior.generation = generation
     ordering = target.store.read(target.space, cells.ordering)
     prior.versions[cells.ordering] = ordering.seq if ordering is not None else 0
-    if ordering is not None:
-        prior.ordering = OrderingState.from_value(ordering.value)
+    if ordering is not None:  # its keys the rows' (ordering_table.py)
+        shared = prior.rows.key_buffers() if isinstance(prior.rows, PriorRows) else None
+        prior.ordering = OrderingState.from_value(ordering.value, shared=shared)
     return prior
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lib.fabric import value_decoding
-from lib.fabric.ordering_table import SessionSequences
+from lib.fabric.ordering_table import Buffers, SessionSequences
 from lib.fabric.ordering_text import read_entries, text_of
 
 ORDERING_CONNECTOR = "observation-ordering"
@@ -126,24 +126,28 @@ class OrderingState:
         return text_of(self, owner_did)
 
     @staticmethod
-    def from_text(text: str) -> OrderingState:
+    def from_text(text: str, shared: Buffers | None = None) -> OrderingState:
         """The state of the stored value's fvj1 text, read without decoding its sessions
-        into a dict first (when it is of the shape `text` writes)."""
-        read = read_entries(text, ORDERING_SCHEMA)
+        into a dict first (when it is of the shape `text` writes). `shared`: the prior
+        table's keys (prior_table.PriorRows.key_buffers), which its table uses."""
+        read = read_entries(text, ORDERING_SCHEMA, shared)
         if read is None:
-            return OrderingState.from_value(value_decoding.loads(text))
+            return OrderingState.from_value(value_decoding.loads(text), shared=shared)
         return OrderingState.from_value(read[1], sessions=read[0])
 
     @staticmethod
-    def from_value(value: Any, *, sessions: SessionSequences | None = None) -> OrderingState:
+    def from_value(
+        value: Any, *, sessions: SessionSequences | None = None, shared: Buffers | None = None
+    ) -> OrderingState:
         """The stored state; anything unreadable counts as no state (never newer), and so
         does a sequence beyond 2**63 - 1 (no store allocates one). `sessions`: the
-        table read from the value's text, in place of its `sessions` field."""
+        table read from the value's text, in place of its `sessions` field; `shared`:
+        as `from_text`'s."""
         if not isinstance(value, Mapping) or value.get("schema") != ORDERING_SCHEMA:
             return OrderingState()
         if sessions is None:
             entries = _sequences(value.get("sessions"))
-            sessions = SessionSequences((k, v) for k, v in entries.items() if v <= _LARGEST)
+            sessions = SessionSequences(((k, v) for k, v in entries.items() if v <= _LARGEST), shared=shared)
         return OrderingState(sessions, _sequences(value.get("completeSources")), _sequences(value.get("sourceRows")))
 
 

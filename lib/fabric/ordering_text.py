@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from lib.fabric import value_decoding, values
-from lib.fabric.ordering_table import SessionSequences
+from lib.fabric.ordering_table import Buffers, SessionSequences
 
 if TYPE_CHECKING:
     from lib.fabric.ordering import OrderingState
@@ -52,15 +53,15 @@ def text_of(state: OrderingState, owner_did: str) -> str:
         return values.dumps(state.to_value(owner_did))
     cut = head.index(b'"' + SESSIONS.encode() + b'":{}') + len(_OPEN)
     out = bytearray(head[:cut])
-    text, seq_at = keys.text, sessions.sequence_at
-    escaped = _ESCAPED.search(text) is not None
+    seq_at, piece, search = sessions.sequence_at, keys.piece, _ESCAPED.search
+    escaped = any(search(text) is not None for text in keys.texts())
     comma = False
     for at in sessions.in_key_order():
-        start, end = keys.span(at)
+        text, start, end = piece(at)
         if comma:
             out += b","
         comma = True
-        if escaped and _ESCAPED.search(text, start, end):
+        if escaped and search(text, start, end):
             out += orjson.dumps(keys.key(at))
         else:
             out += b'"'
@@ -72,9 +73,9 @@ def text_of(state: OrderingState, owner_did: str) -> str:
     return out.decode("utf-8")
 
 
-def read_entries(text: str, schema: str) -> tuple[SessionSequences, dict[str, Any]] | None:
+def read_entries(text: str, schema: str, shared: Buffers | None = None) -> tuple[SessionSequences, dict[str, Any]] | None:
     """The sessions of a text shaped as `text_of` writes it, and its other fields; None
-    for any other text."""
+    for any other text. `shared`: the prior table's keys, which the sessions' table uses."""
     head = '{"schema":' + json.dumps(schema) + ',"ownerDid":'
     if not text.startswith(head):
         return None
@@ -82,24 +83,14 @@ def read_entries(text: str, schema: str) -> tuple[SessionSequences, dict[str, An
     if owner is None or not text.startswith("," + _OPEN, owner.end()):
         return None
     at = owner.end() + 1 + len(_OPEN)
-    sessions = SessionSequences()
-    sessions.reserve(text.count('":', at))  # at least as many as there are entries
-    end = at + 1 if text.startswith("}", at) else -1
-    match = _ENTRY.match
-    while end < 0:
-        entry = match(text, at)
-        if entry is None:
-            return None
-        key = entry.group(1)
-        if "\\" in key:
-            try:
-                key = json.loads('"' + key + '"')
-            except ValueError:
-                return None
-        sessions.put(key, int(entry.group(2)))
-        at = entry.end()
-        if entry.group(3) == "}":
-            end = at
+    sessions = SessionSequences(shared=shared)
+    if shared is None:
+        sessions.reserve(text.count('":', at))  # at least as many as there are entries
+    read: list[int] = []  # where the entries end (-1: a text of another shape)
+    sessions.load(_entries(text, at, read))
+    end = read[0] if read else -1
+    if end < 0:
+        return None
     try:
         rest = value_decoding.loads(text[: owner.end()] + text[end:])
     except values.ValueEncodingError:
@@ -107,3 +98,29 @@ def read_entries(text: str, schema: str) -> tuple[SessionSequences, dict[str, An
     if type(rest) is not dict or SESSIONS in rest:  # a second "sessions" would be the one read
         return None
     return sessions, rest
+
+
+def _entries(text: str, at: int, read: list[int]) -> Iterator[tuple[str, int]]:
+    """The entries of the `sessions` object opening at `at`; where it ends goes to `read`
+    (-1, and no more entries, at anything `text_of` does not write)."""
+    if text.startswith("}", at):
+        read.append(at + 1)
+        return
+    match = _ENTRY.match
+    while True:
+        entry = match(text, at)
+        if entry is None:
+            read.append(-1)
+            return
+        key = entry.group(1)
+        if "\\" in key:
+            try:
+                key = json.loads('"' + key + '"')
+            except ValueError:
+                read.append(-1)
+                return
+        yield key, int(entry.group(2))
+        at = entry.end()
+        if entry.group(3) == "}":
+            read.append(at)
+            return

@@ -163,6 +163,13 @@ class PriorRows(Mapping[str, PackedRow]):
                 return at
             slot = (slot + 1) & mask
 
+    def key_buffers(self) -> tuple[bytearray, array, array, array]:
+        """The keys' UTF-8, where each ends, their hashes and the slots by hash, read-only:
+        the ordering's table uses them for the sessions these rows hold (ordering_table.py)."""
+        if self._indexed != len(self._key_ends):
+            self.duplicate()
+        return self._keys, self._key_ends, self._key_hashes, self._slots
+
     def key(self, at: int) -> str:
         """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
         return sys.intern(self._text(at))
