@@ -20,7 +20,7 @@ from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.index_roots import changed_cells, plan_index_root, roots_unchanged
-from lib.fabric.ordering import OrderingState, ordering_cause
+from lib.fabric.ordering import OrderingState, ordering_cause, read_ordering
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
@@ -148,11 +148,8 @@ def _stored_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
         generation = recent.value.get("generation")
         if type(generation) is int and generation > prior.generation:
             prior.generation = generation
-    ordering = target.store.read(target.space, cells.ordering)
-    prior.versions[cells.ordering] = ordering.seq if ordering is not None else 0
-    if ordering is not None:  # its keys the rows' (ordering_table.py)
-        shared = prior.rows.key_buffers() if isinstance(prior.rows, PriorRows) else None
-        prior.ordering = OrderingState.from_value(ordering.value, shared=shared)
+    version, prior.ordering = read_ordering(target.store, target.space, cells.ordering, prior.rows)
+    prior.versions[cells.ordering] = version
     return prior
 
 

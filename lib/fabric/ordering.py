@@ -98,7 +98,8 @@ class OrderingState:
 
     def merged(self, recorded: OrderingState) -> OrderingState:
         """This state with another's records added (newest wins); neither is changed."""
-        out = OrderingState(self.sessions.merged(recorded.sessions), dict(self.complete_sources), dict(self.source_rows))
+        sessions = self.sessions.merged(recorded.sessions)
+        out = OrderingState(sessions, dict(self.complete_sources), dict(self.source_rows))
         for source_id, seq in recorded.complete_sources.items():
             out.record_complete_source(source_id, seq)
         for source_id, seq in recorded.source_rows.items():
@@ -149,6 +150,17 @@ class OrderingState:
             entries = _sequences(value.get("sessions"))
             sessions = SessionSequences(((k, v) for k, v in entries.items() if v <= _LARGEST), shared=shared)
         return OrderingState(sessions, _sequences(value.get("completeSources")), _sequences(value.get("sourceRows")))
+
+
+def read_ordering(store: Any, space: str, cell: str, rows: Any) -> tuple[int, OrderingState]:
+    """The ordering cell's version (0: none) and state; its sessions' keys that `rows` (a
+    prior table, prior_table.PriorRows) holds are the table's (ordering_table.py)."""
+    document = store.read(space, cell)
+    if document is None:
+        return 0, OrderingState()
+    key_buffers = getattr(rows, "key_buffers", None)
+    shared = key_buffers() if key_buffers is not None else None
+    return document.seq, OrderingState.from_value(document.value, shared=shared)
 
 
 def _sorted(sequences: dict[str, int]) -> dict[str, int]:

@@ -73,7 +73,9 @@ def text_of(state: OrderingState, owner_did: str) -> str:
     return out.decode("utf-8")
 
 
-def read_entries(text: str, schema: str, shared: Buffers | None = None) -> tuple[SessionSequences, dict[str, Any]] | None:
+def read_entries(
+    text: str, schema: str, shared: Buffers | None = None
+) -> tuple[SessionSequences, dict[str, Any]] | None:
     """The sessions of a text shaped as `text_of` writes it, and its other fields; None
     for any other text. `shared`: the prior table's keys, which the sessions' table uses."""
     head = '{"schema":' + json.dumps(schema) + ',"ownerDid":'
