@@ -155,12 +155,11 @@ class OrderingState:
 def read_ordering(store: Any, space: str, cell: str, rows: Any) -> tuple[int, OrderingState]:
     """The ordering cell's version (0: none) and state; its sessions' keys that `rows` (a
     prior table, prior_table.PriorRows) holds are the table's (ordering_table.py)."""
-    document = store.read(space, cell)
-    if document is None:
+    read = store.read_text(space, cell)  # its text scanned: no dict of every session first
+    if read is None:
         return 0, OrderingState()
     key_buffers = getattr(rows, "key_buffers", None)
-    shared = key_buffers() if key_buffers is not None else None
-    return document.seq, OrderingState.from_value(document.value, shared=shared)
+    return read[0], OrderingState.from_text(read[1], key_buffers() if key_buffers is not None else None)
 
 
 def _sorted(sequences: dict[str, int]) -> dict[str, int]:
