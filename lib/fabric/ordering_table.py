@@ -44,17 +44,18 @@ def _encoded(key: str) -> bytes:
     return key.encode("utf-8", "surrogatepass")
 
 
-def _probe(buffers: Buffers, h: int, encoded: bytes) -> int:
-    """Where the key of hash `h` and UTF-8 `encoded` is in `buffers`, or -1 (open
-    addressing by the hash's low bits, the next slot on a collision: prior_table.py's)."""
-    text, ends, hashes, slots = buffers
-    mask = len(slots) - 1
+def _probe(text: bytearray, ends: array, hashes: array, slots: array, h: int, key: str) -> int:
+    """Where `key` (of hash `h`) is in these buffers, or -1 (open addressing by the hash's
+    low bits, the next slot on a collision: prior_table.py's); encoded only to compare."""
+    mask, encoded = len(slots) - 1, None
     slot = h & mask
     while True:
         at = slots[slot]
         if at < 0:
             return -1
         if hashes[at] == h:
+            if encoded is None:
+                encoded = key.encode("utf-8", "surrogatepass")
             start = ends[at - 1] if at else 0
             if ends[at] - start == len(encoded) and text.startswith(encoded, start):
                 return at
@@ -122,10 +123,10 @@ class SessionKeys:
             return last[1] if last[1] < limit else -1
         if type(key) is not str:
             return -1
-        h, encoded = hash(key), _encoded(key)
-        at = _probe(self._base, h, encoded) if self._base is not None else -1
+        h = hash(key)
+        at = _probe(*self._base, h, key) if self._base is not None else -1
         if at < 0:
-            at = _probe((self.text, self.ends, self.hashes, self.slots), h, encoded)
+            at = _probe(self.text, self.ends, self.hashes, self.slots, h, key) if self.ends else -1
             if at < 0:
                 return -1
             at += self.shared

@@ -36,8 +36,9 @@ _OPEN = '"' + SESSIONS + '":{'
 _ESCAPED = re.compile(rb'["\\\x00-\x1f]')  # what orjson writes escaped in a string
 # one entry: a key without control characters (their text is not JSON), a sequence of
 # at most 18 digits (below 2**63: a table's int), then "," or the object's end
-_ENTRY = re.compile(r'"((?:[^"\\\x00-\x1f]|\\.)*)":([1-9][0-9]{0,17})([,}])')
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+_CHARS = r'[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*'  # a string's characters (a loop unrolled: no alternation a character)
+_ENTRY = re.compile('"(' + _CHARS + ')":([1-9][0-9]{0,17})([,}])')
+_STRING = re.compile('"' + _CHARS + '"')
 
 
 def text_of(state: OrderingState, owner_did: str) -> str:
@@ -55,19 +56,15 @@ def text_of(state: OrderingState, owner_did: str) -> str:
     out = bytearray(head[:cut])
     seq_at, piece, search = sessions.sequence_at, keys.piece, _ESCAPED.search
     escaped = any(search(text) is not None for text in keys.texts())
-    comma = False
+    entry = b'"%b":%d,'
     for at in sessions.in_key_order():
         text, start, end = piece(at)
-        if comma:
-            out += b","
-        comma = True
         if escaped and search(text, start, end):
-            out += orjson.dumps(keys.key(at))
+            out += b"%b:%d," % (orjson.dumps(keys.key(at)), seq_at(at))
         else:
-            out += b'"'
-            out += text[start:end]
-            out += b'"'
-        out += b":%d" % seq_at(at)
+            out += entry % (text[start:end], seq_at(at))
+    if out.endswith(b","):
+        del out[-1]  # the last entry's comma
     out += head[cut:]
     del head
     return out.decode("utf-8")
