@@ -306,11 +306,11 @@ def commit_indexes(
             # nothing a reader sees changed (a refresh of an unchanged session): only
             # the observation ordering is recorded; the indexes keep their generation
             return _ordering_only(target, cells, prior, ordering, tx, window)
+        tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))  # its buffer gone before the roots'
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
         for graph in graphs:  # the roots' row links written as one text (row_cells.py)
             tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
-        tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))
         seq = tx.commit()
     committed = _committed(target, cells, complete, ordering, graphs[1], seq)
     committed.roots = {graph.root.id: graph.root.value for graph in graphs}
