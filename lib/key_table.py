@@ -99,6 +99,14 @@ class KeyTable:
                 return at
             slot = (slot + 1) & mask
 
+    def key_buffers(self) -> tuple[bytearray, array, array, array]:
+        """The strings' UTF-8, where each ends, their hashes and the slots by hash (all
+        indexed), read-only: the ordering's table finds the sessions of a prior table's
+        rows in them, without a key of its own (ordering_table.py)."""
+        if self._indexed != len(self._key_ends):
+            self.index()
+        return self._keys, self._key_ends, self._key_hashes, self._slots
+
     def text(self, at: int) -> str:
         """The string at `at` (made now)."""
         start = self._key_ends[at - 1] if at else 0

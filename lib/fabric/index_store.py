@@ -20,7 +20,7 @@ from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.index_roots import changed_cells, plan_index_root, roots_unchanged
-from lib.fabric.ordering import OrderingState, ordering_cause
+from lib.fabric.ordering import OrderingState, ordering_cause, read_ordering
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
 from lib.fabric.packed_rows import PackedRow, packed
@@ -148,10 +148,8 @@ def _stored_prior(target: GraphTarget, cells: IndexCells) -> PriorIndex:
         generation = recent.value.get("generation")
         if type(generation) is int and generation > prior.generation:
             prior.generation = generation
-    ordering = target.store.read(target.space, cells.ordering)
-    prior.versions[cells.ordering] = ordering.seq if ordering is not None else 0
-    if ordering is not None:
-        prior.ordering = OrderingState.from_value(ordering.value)
+    version, prior.ordering = read_ordering(target.store, target.space, cells.ordering, prior.rows)
+    prior.versions[cells.ordering] = version
     return prior
 
 
@@ -308,11 +306,11 @@ def commit_indexes(
             # nothing a reader sees changed (a refresh of an unchanged session): only
             # the observation ordering is recorded; the indexes keep their generation
             return _ordering_only(target, cells, prior, ordering, tx, window)
+        tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))  # its buffer gone before the roots'
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
         for graph in graphs:  # the roots' row links written as one text (row_cells.py)
             tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
-        tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
     committed = _committed(target, cells, complete, ordering, graphs[1], seq)
     committed.roots = {graph.root.id: graph.root.value for graph in graphs}
@@ -342,7 +340,7 @@ def _check_unmoved(tx: Any, prior: PriorIndex) -> None:
 def _ordering_only(
     target: GraphTarget, cells: IndexCells, prior: PriorIndex, ordering: OrderingState, tx: Any, window: Any = None
 ) -> int:
-    tx.write(cells.ordering, ordering.to_value(target.owner), target.labels)
+    tx.write(cells.ordering, None, target.labels, text=ordering.text(target.owner))
     seq = tx.commit()
     kept_prior = _copy(prior)
     kept_prior.ordering = ordering

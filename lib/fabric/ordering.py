@@ -29,14 +29,18 @@ space entirely; see the report that came with this module.)
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lib.fabric import value_decoding
+from lib.fabric.ordering_table import Buffers, SessionSequences
+from lib.fabric.ordering_text import read_entries, text_of
+
 ORDERING_CONNECTOR = "observation-ordering"
 ORDERING_SCHEMA = "agentctl.observation-ordering"
 SEQUENCE_NAME = "observation"
+_LARGEST = 2**63 - 1  # a table's sequence is a signed 64-bit int, as every store's is
 
 
 def ordering_cause(space_did: str, owner_did: str) -> dict[str, Any]:
@@ -45,9 +49,14 @@ def ordering_cause(space_did: str, owner_did: str) -> dict[str, Any]:
 
 @dataclass
 class OrderingState:
-    sessions: dict[str, int] = field(default_factory=dict)
+    # session key -> sequence, one table (ordering_table.py); a dict given is made one
+    sessions: SessionSequences = field(default_factory=SessionSequences)
     complete_sources: dict[str, int] = field(default_factory=dict)
     source_rows: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if type(self.sessions) is not SessionSequences:
+            self.sessions = SessionSequences(dict(self.sessions).items())
 
     # -- the rules ---------------------------------------------------------------------
 
@@ -71,8 +80,7 @@ class OrderingState:
     # -- recording ---------------------------------------------------------------------
 
     def record_session(self, key: str, sequence: int) -> None:
-        if sequence > self.sessions.get(key, 0):
-            self.sessions[key] = sequence
+        self.sessions.record(key, sequence)
 
     def record_complete_source(self, source_id: str, sequence: int) -> None:
         if sequence > self.complete_sources.get(source_id, 0):
@@ -82,11 +90,16 @@ class OrderingState:
         if sequence > self.source_rows.get(source_id, 0):
             self.source_rows[source_id] = sequence
 
+    def recording(self) -> OrderingState:
+        """An empty state to record a publication's observations in: its sessions' table
+        shares this state's keys, so recording a known session copies no key and
+        `merged` adds the records without a look-up each."""
+        return OrderingState(self.sessions.recording())
+
     def merged(self, recorded: OrderingState) -> OrderingState:
-        """This state with another's records added (newest wins)."""
-        out = OrderingState(dict(self.sessions), dict(self.complete_sources), dict(self.source_rows))
-        for key, seq in recorded.sessions.items():
-            out.record_session(key, seq)
+        """This state with another's records added (newest wins); neither is changed."""
+        sessions = self.sessions.merged(recorded.sessions)
+        out = OrderingState(sessions, dict(self.complete_sources), dict(self.source_rows))
         for source_id, seq in recorded.complete_sources.items():
             out.record_complete_source(source_id, seq)
         for source_id, seq in recorded.source_rows.items():
@@ -95,42 +108,66 @@ class OrderingState:
 
     # -- the stored value --------------------------------------------------------------
 
-    def to_value(self, owner_did: str) -> dict[str, Any]:
+    def to_value(self, owner_did: str, *, sessions: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """The stored value (`sessions` in its place, when given: ordering_text.py)."""
+        if sessions is None:
+            table = self.sessions
+            keys = table.keys_table
+            sessions = {keys.key(at): table.sequence_at(at) for at in table.in_key_order()}
         return {
             "schema": ORDERING_SCHEMA,
             "ownerDid": owner_did,
-            "sessions": _sorted(self.sessions),
+            "sessions": sessions,
             "completeSources": _sorted(self.complete_sources),
             "sourceRows": _sorted(self.source_rows),
         }
 
+    def text(self, owner_did: str) -> str:
+        """`values.dumps(self.to_value(owner_did))`, written from the table (ordering_text.py)."""
+        return text_of(self, owner_did)
+
     @staticmethod
-    def from_value(value: Any) -> OrderingState:
-        """The stored state; anything unreadable counts as no state (never newer)."""
+    def from_text(text: str, shared: Buffers | None = None) -> OrderingState:
+        """The state of the stored value's fvj1 text, read without decoding its sessions
+        into a dict first (when it is of the shape `text` writes). `shared`: the prior
+        table's keys (prior_table.PriorRows.key_buffers), which its table uses."""
+        read = read_entries(text, ORDERING_SCHEMA, shared)
+        if read is None:
+            return OrderingState.from_value(value_decoding.loads(text), shared=shared)
+        return OrderingState.from_value(read[1], sessions=read[0])
+
+    @staticmethod
+    def from_value(
+        value: Any, *, sessions: SessionSequences | None = None, shared: Buffers | None = None
+    ) -> OrderingState:
+        """The stored state; anything unreadable counts as no state (never newer), and so
+        does a sequence beyond 2**63 - 1 (no store allocates one). `sessions`: the
+        table read from the value's text, in place of its `sessions` field; `shared`:
+        as `from_text`'s."""
         if not isinstance(value, Mapping) or value.get("schema") != ORDERING_SCHEMA:
             return OrderingState()
-        return OrderingState(
-            _sequences(value.get("sessions")),
-            _sequences(value.get("completeSources")),
-            _sequences(value.get("sourceRows")),
-        )
+        if sessions is None:
+            entries = _sequences(value.get("sessions"))
+            sessions = SessionSequences(((k, v) for k, v in entries.items() if v <= _LARGEST), shared=shared)
+        return OrderingState(sessions, _sequences(value.get("completeSources")), _sequences(value.get("sourceRows")))
+
+
+def read_ordering(store: Any, space: str, cell: str, rows: Any) -> tuple[int, OrderingState]:
+    """The ordering cell's version (0: none) and state; its sessions' keys that `rows` (a
+    prior table, prior_table.PriorRows) holds are the table's (ordering_table.py)."""
+    read = store.read_text(space, cell)  # its text scanned: no dict of every session first
+    if read is None:
+        return 0, OrderingState()
+    key_buffers = getattr(rows, "key_buffers", None)
+    return read[0], OrderingState.from_text(read[1], key_buffers() if key_buffers is not None else None)
 
 
 def _sorted(sequences: dict[str, int]) -> dict[str, int]:
-    """`sequences` in key order, by sorting the keys alone: a sorted list of (key,
-    sequence) pairs held a tuple a session at the commit (issue 14 goal 4). Itself when
-    it is in key order already (read from the stored value, and only known sessions
-    recorded since): a copy was a dict of every session in the commit's final
-    transaction, where its peak is."""
-    keys = sorted(sequences)
-    if all(a is b or a == b for a, b in zip(keys, sequences, strict=True)):
-        return sequences
-    return {key: sequences[key] for key in keys}
+    return {key: sequences[key] for key in sorted(sequences)}
 
 
 def _sequences(value: Any) -> dict[str, int]:
-    """The valid entries; keys interned, so a session's key is one string with its index
-    row's (packed_rows.py interns those): 25,000 sessions held a second copy of each."""
+    """The valid entries."""
     if not isinstance(value, Mapping):
         return {}
-    return {sys.intern(k): v for k, v in value.items() if type(k) is str and type(v) is int and v > 0}
+    return {k: v for k, v in value.items() if type(k) is str and type(v) is int and v > 0}

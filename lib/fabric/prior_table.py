@@ -10,8 +10,10 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
   and the block's place there (8 bytes);
 - its key's UTF-8 bytes in one buffer (no string a row: the key strings, allocated as
   each batch was decoded and kept, pinned the allocator's arenas the batch's other
-  objects had shared, so RSS stayed as high as when every row was held); a row made
-  from the table gets its key interned, the ordering's own string when it has one;
+  objects had shared, so RSS stayed as high as when every row was held); a row found
+  by its key holds that string, one made otherwise a string of its own (interning them
+  grew the interned strings' table by 1.9 MB at 25,000 rows, kept at the commit's peak,
+  once the ordering held no key strings to share: ordering_table.py);
 - its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
 - its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
   writes); rows of another shape keep their link or previews in a dict;
@@ -32,7 +34,6 @@ made when the row is.
 
 from __future__ import annotations
 
-import sys
 from array import array
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
@@ -176,17 +177,19 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
     # -- a row -----------------------------------------------------------------------------
 
     def key(self, at: int) -> str:
-        """Row `at`'s key, interned: the ordering's string for it, or one shared while it lives."""
-        return sys.intern(self.text(at))
+        """Row `at`'s key (made now; not interned: the ordering keeps no key strings,
+        it reads this table's keys where they are, `key_buffers`)."""
+        return self.text(at)
 
     def owns(self, row: Any) -> bool:
         """Whether `row` is one of this table's own (its place is `row._at`)."""
         return type(row) is TableRow and row._file is self
 
-    def row(self, at: int) -> TableRow:
+    def row(self, at: int, key: str | None = None) -> TableRow:
+        """Row `at`; `key`: its key's string, when the caller has it (found by it)."""
         row = object.__new__(TableRow)
         values, first = self._values, 3 * at
-        row.key = self.key(at)
+        row.key = self.key(at) if key is None else key
         row.status = values[self._held[first]]
         row.source_id = values[self._held[first + 1]]
         row.worktree = values[self._held[first + 2]]
@@ -259,11 +262,11 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         at = self.position(key)
         if at is None:
             raise KeyError(key)
-        return self.row(at)
+        return self.row(at, key)
 
     def get(self, key: str, default: Any = None) -> Any:
         at = self.position(key)
-        return default if at is None else self.row(at)
+        return default if at is None else self.row(at, key)
 
     def __contains__(self, key: object) -> bool:
         return self.position(key) is not None

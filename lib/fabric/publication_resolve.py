@@ -83,8 +83,8 @@ def resolve(
 ) -> Resolution:
     """`read`: the rows the publication read at its start, which its "prior" touches name
     (by default `prior`'s)."""
-    out = Resolution()
     ordering = prior.ordering
+    out = Resolution(recorded=ordering.recording())  # on the prior's keys (ordering_table.py)
     read = prior.rows if read is None else read
     found = 0  # prior rows resolved so far
     for key, touch in touches.items():

@@ -171,6 +171,15 @@ class SQLiteStore(Store):
             labels = self._labels.labels(conn, labels_id)
         return seq, Document(value_decoding.loads(stored_values.decode(stored, space)), labels, seq)
 
+    def read_text(self, space: str, cell_id: str) -> tuple[int, str] | None:
+        with self._connection() as conn:
+            self._key_index.end(conn)
+            space_id = self._space_id(conn, space)
+            row = None if space_id is None else conn.execute(
+                "SELECT seq, value FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, key(cell_id))
+            ).fetchone()
+        return None if row is None or row[1] is None else (row[0], stored_values.decode(row[1], space))
+
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
             self._key_index.end(conn)

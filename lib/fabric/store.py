@@ -197,6 +197,13 @@ class Store(abc.ABC):
     def read(self, space: str, cell_id: str) -> Document | None:
         return self._read_row(space, cell_id)[1]
 
+    def read_text(self, space: str, cell_id: str) -> tuple[int, str] | None:
+        """(version, fvj1 text) of a live cell, or None: for a reader that scans a large
+        value's text instead of decoding it whole (ordering.read_ordering). This default
+        decodes it and writes it again (values.dumps: the text as written)."""
+        document = self.read(space, cell_id)
+        return None if document is None else (document.seq, values.dumps(document.value))
+
     def read_many(self, space: str, cell_ids: Iterable[str]) -> dict[str, Document]:
         """Documents of the cells that exist, by ID (for many small cells)."""
         return dict(self.iter_many(space, cell_ids))

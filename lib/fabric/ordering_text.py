@@ -1,0 +1,125 @@
+"""The ordering cell's fvj1 text, read into and written from its table, no object a session.
+
+Its `sessions` object is every session's key and sequence (1.2 MB of text at 25,000
+sessions). Decoded whole it was a dict of 25,000 first (a key string and an int object
+each), and written whole it was that dict again, encoded. Here:
+
+- `text_of` writes the text from the table in key order, each entry's bytes from the
+  key buffer (ordering_table.py), into one buffer: byte for byte what
+  `values.dumps(state.to_value(owner))` writes (orjson: a key's characters as they
+  are, but `"`, `\\` and control characters escaped). A table whose text values.dumps
+  would write another way (a key starting with "/" escapes the whole object, a lone
+  surrogate makes the whole text json.dumps's, a sequence beyond 2**53 is tagged) is
+  written by values.dumps itself.
+- `read_entries` reads a text of the shape `text_of` writes entry by entry into the
+  table; any other text (another writer's, an older version's) is decoded whole, as
+  before, and read by `OrderingState.from_value` (`OrderingState.from_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from lib.fabric import value_decoding, values
+from lib.fabric.ordering_table import Buffers, SessionSequences
+
+if TYPE_CHECKING:
+    from lib.fabric.ordering import OrderingState
+
+SESSIONS = "sessions"
+_OPEN = '"' + SESSIONS + '":{'
+_ESCAPED = re.compile(rb'["\\\x00-\x1f]')  # what orjson writes escaped in a string
+# one entry: a key without control characters (their text is not JSON), a sequence of
+# at most 18 digits (below 2**63: a table's int), then "," or the object's end
+_CHARS = r'[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*'  # a string's characters (a loop unrolled: no alternation a character)
+_ENTRY = re.compile('"(' + _CHARS + ')":([1-9][0-9]{0,17})([,}])')
+_STRING = re.compile('"' + _CHARS + '"')
+
+
+def text_of(state: OrderingState, owner_did: str) -> str:
+    """`values.dumps(state.to_value(owner_did))`, written from the table."""
+    sessions = state.sessions
+    keys = sessions.keys_table
+    if not keys.plain or sessions.largest() > values._MAX_SAFE:
+        return values.dumps(state.to_value(owner_did))
+    frame = state.to_value(owner_did, sessions={})
+    try:  # what values.dumps does, in parts (as row_cells.root_text does)
+        head = orjson.dumps(values.encode(frame))
+    except TypeError:  # orjson refused a part: values.dumps writes the whole another way
+        return values.dumps(state.to_value(owner_did))
+    cut = head.index(b'"' + SESSIONS.encode() + b'":{}') + len(_OPEN)
+    out = bytearray(head[:cut])
+    seq_at, piece, search = sessions.sequence_at, keys.piece, _ESCAPED.search
+    escaped = any(search(text) is not None for text in keys.texts())
+    entry = b'"%b":%d,'
+    for at in sessions.in_key_order():
+        text, start, end = piece(at)
+        if escaped and search(text, start, end):
+            out += b"%b:%d," % (orjson.dumps(keys.key(at)), seq_at(at))
+        else:
+            out += entry % (text[start:end], seq_at(at))
+    if out.endswith(b","):
+        del out[-1]  # the last entry's comma
+    out += head[cut:]
+    del head
+    return out.decode("utf-8")
+
+
+def read_entries(
+    text: str, schema: str, shared: Buffers | None = None
+) -> tuple[SessionSequences, dict[str, Any]] | None:
+    """The sessions of a text shaped as `text_of` writes it, and its other fields; None
+    for any other text. `shared`: the prior table's keys, which the sessions' table uses."""
+    head = '{"schema":' + json.dumps(schema) + ',"ownerDid":'
+    if not text.startswith(head):
+        return None
+    owner = _STRING.match(text, len(head))
+    if owner is None or not text.startswith("," + _OPEN, owner.end()):
+        return None
+    at = owner.end() + 1 + len(_OPEN)
+    sessions = SessionSequences(shared=shared)
+    if shared is None:
+        sessions.reserve(text.count('":', at))  # at least as many as there are entries
+    read: list[int] = []  # where the entries end (-1: a text of another shape)
+    sessions.load(_entries(text, at, read))
+    end = read[0] if read else -1
+    if end < 0:
+        return None
+    try:
+        rest = value_decoding.loads(text[: owner.end()] + text[end:])
+    except values.ValueEncodingError:
+        return None
+    if type(rest) is not dict or SESSIONS in rest:  # a second "sessions" would be the one read
+        return None
+    return sessions, rest
+
+
+def _entries(text: str, at: int, read: list[int]) -> Iterator[tuple[str, int]]:
+    """The entries of the `sessions` object opening at `at`; where it ends goes to `read`
+    (-1, and no more entries, at anything `text_of` does not write)."""
+    if text.startswith("}", at):
+        read.append(at + 1)
+        return
+    match = _ENTRY.match
+    while True:
+        entry = match(text, at)
+        if entry is None:
+            read.append(-1)
+            return
+        key = entry.group(1)
+        if "\\" in key:
+            try:
+                key = json.loads('"' + key + '"')
+            except ValueError:
+                read.append(-1)
+                return
+        yield key, int(entry.group(2))
+        at = entry.end()
+        if entry.group(3) == "}":
+            read.append(at)
+            return
