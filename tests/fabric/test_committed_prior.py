@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from lib.fabric.index_roots import root_digest
 from lib.fabric.index_store import PriorIndex, read_prior
 from lib.git_context import GitContextResolver
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
@@ -23,8 +24,8 @@ def _same(target) -> None:  # noqa: ANN001
     for field in dataclasses.fields(PriorIndex):
         if field.compare:
             assert getattr(remembered, field.name) == getattr(read_back, field.name), field.name
-    for cell, value in remembered.roots.items():  # the roots it remembers are the stored ones
-        assert target.store.read(target.space, cell).value == value
+    for cell, digest in remembered.roots.items():  # the roots it remembers are the stored ones
+        assert root_digest(target.store.read(target.space, cell).value, target.space) == digest
 
 
 def test_the_remembered_index_equals_the_stored_one_after_every_kind_of_publication(tmp_path: Path) -> None:

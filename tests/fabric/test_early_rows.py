@@ -288,13 +288,13 @@ def test_a_row_written_early_is_held_as_itself_and_a_record_on_disk_and_dropped_
     target = make_env(tmp_path).target()
     source = descriptor()
     sizes: list[int] = []
-    real_root_text = index_store.root_text
+    real_write_root = index_store.write_root
 
-    def root_text(value, space):  # the final transaction: what EarlyRows holds then
+    def write_root(*args):  # the final transaction: what EarlyRows holds then
         sizes.append(len(early._written))
-        return real_root_text(value, space)
+        return real_write_root(*args)
 
-    monkeypatch.setattr(index_store, "root_text", root_text)
+    monkeypatch.setattr(index_store, "write_root", write_root)
     with target.publication() as pub:
         early = pub._early
         pub.begin_source(source, None)

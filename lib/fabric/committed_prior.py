@@ -1,0 +1,58 @@
+"""What `read_prior` would read back right after an index commit (index_store.
+commit_indexes), kept by this process as the next publication's prior: its rows made
+only when first read (PriorIndex.ready)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lib.fabric.graph_plan import PlannedGraph
+from lib.fabric.ordering import OrderingState
+from lib.fabric.packed_previews import FIELD as PREVIEWS
+from lib.fabric.packed_previews import StoredPreviews
+from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.session_graph import GraphTarget
+from lib.fabric.values import Link
+
+if TYPE_CHECKING:
+    from lib.fabric.index_store import IndexCells, PriorIndex
+
+
+def committed_prior(
+    target: GraphTarget,
+    cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
+) -> PriorIndex:
+    """What `read_prior` would read back right after this commit (each row's previews
+    now read from its committed cell: the publication's spill goes with it). Its rows
+    are made when first read (PriorIndex.ready): until then only the commit's own
+    list of rows and its root's links (root_links.RootLinks: IDs) are kept."""
+    sessions, links = complete["sessions"], graph.root.value["sessions"]
+
+    def make(prior: PriorIndex) -> None:
+        prior.rows = {
+            row["key"]: _with_stored_previews(target, packed(row), link)
+            for row, link in zip(sessions, links, strict=True)
+        }
+        prior.row_links = {row["key"]: link for row, link in zip(sessions, links, strict=True)}
+
+    from lib.fabric.index_store import PriorIndex  # index_store imports this module
+
+    return PriorIndex(
+        sources=list(complete["sources"]),
+        checkouts=list(complete["checkouts"]),
+        generation=complete["generation"],
+        versions={cells.all: seq, cells.recent: seq, cells.ordering: seq},
+        ordering=ordering,
+        pending=make,
+    )
+
+
+def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:
+    """`row` with its previews read from its committed cell (unless they are already)."""
+    previews = row.get(PREVIEWS)
+    if previews is None or type(link) is not Link:
+        return row
+    if isinstance(previews, StoredPreviews) and previews == StoredPreviews(target.store, target.space, link.id):
+        return row
+    return row.with_previews(StoredPreviews(target.store, target.space, link.id))
