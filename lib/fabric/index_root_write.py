@@ -23,20 +23,28 @@ if TYPE_CHECKING:
     from lib.fabric.store import Transaction
 
 
-def write_root(tx: Transaction, store: Any, root: PlannedCell, labels: Any) -> None:
-    """Write `root` (a planned index root) in `tx`, in the store's stored form when the
-    store makes one from its links' IDs, else as its text."""
-    space, value = tx.space, root.value
+def stored_root(store: Any, space: str, root: PlannedCell) -> tuple[str | bytes, int] | None:
+    """(`root`'s stored form in `store`, its text's length) made from its links' IDs
+    when the store makes one so (`Store.stored_form_of_links`), else None."""
+    value = root.value
     links = value.get(ROWS)
-    if type(links) is RootLinks and links.all_short and links.space == space:
-        parts = root_parts(value)
-        if parts is not None:
-            head, tail = parts
-            stored = store.stored_form_of_links(space, head, links.bodies, tail)
-            if stored is not None:
-                tx.write_stored(root.id, stored, labels, _text_length(head, tail, len(links), space))
-                return
-    tx.write(root.id, value, labels, text=root_text(value, space))
+    if type(links) is not RootLinks or not links.all_short or links.space != space:
+        return None
+    parts = root_parts(value)
+    if parts is None:
+        return None
+    head, tail = parts
+    stored = store.stored_form_of_links(space, head, links.bodies, tail)
+    return None if stored is None else (stored, _text_length(head, tail, len(links), space))
+
+
+def write_root(tx: Transaction, root: PlannedCell, labels: Any, stored: tuple[str | bytes, int] | None) -> None:
+    """Write `root` (a planned index root) in `tx`: its `stored_root` when there is one,
+    else its text."""
+    if stored is not None:
+        tx.write_stored(root.id, stored[0], labels, stored[1])
+    else:
+        tx.write(root.id, root.value, labels, text=root_text(root.value, tx.space))
 
 
 def _text_length(head: str, tail: str, count: int, space: str) -> int:

@@ -20,7 +20,7 @@ from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_
 from lib.fabric.committed_prior import committed_prior
 from lib.fabric.graph_plan import PlannedCell, plan_graph
 from lib.fabric.graph_read import read_graph_value
-from lib.fabric.index_root_write import write_root
+from lib.fabric.index_root_write import stored_root, write_root
 from lib.fabric.index_roots import (
     changed_cells,
     plan_index_root,
@@ -315,17 +315,21 @@ def commit_indexes(
             final.setdefault(child.id, child)
     changed = changed_cells(target, final)
     del final
-    release_freed_memory()  # the rows' freed objects: the roots' texts below fit none of them (first27)
+    # nothing a reader sees changed (a refresh of an unchanged session): only the
+    # observation ordering is recorded; the indexes keep their generation
+    unchanged = ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs)
+    # the roots' stored forms made while the rows' freed heap is there to reuse (their
+    # buffers would otherwise take fresh pages), then that heap released (first27)
+    stored = [None] * len(graphs) if unchanged else [stored_root(target.store, space, g.root) for g in graphs]
+    release_freed_memory()
     with target.store.transaction(space, target.writer) as tx:
         _check_unmoved(tx, prior)
-        if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):
-            # nothing a reader sees changed (a refresh of an unchanged session): only
-            # the observation ordering is recorded; the indexes keep their generation
+        if unchanged:
             return _ordering_only(target, cells, prior, ordering, tx, window)
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
-        for graph in graphs:  # from the rows' cell IDs, one root at a time (index_root_write.py)
-            write_root(tx, target.store, graph.root, target.labels)
+        for graph, made in zip(graphs, stored, strict=True):  # index_root_write.py
+            write_root(tx, graph.root, target.labels, made)
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
     committed = committed_prior(target, cells, complete, ordering, graphs[1], seq)
