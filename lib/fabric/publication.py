@@ -35,6 +35,7 @@ from lib.fabric.packed_previews import PreviewSpill, packed_row
 from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
+    KeyStatuses,
     PreparedLike,
     PublicationError,
     PublicationSummary,
@@ -326,11 +327,10 @@ class Publication:
                 generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged
         finally:
             self.close()
-        live = [r for r in rows.values() if idx.is_live(r)]
         return PublicationSummary(
             generation=generation,
-            session_count=len(live),
-            statuses={k: r["status"] for k, r in sorted(rows.items())},
+            session_count=sum(1 for r in rows.values() if idx.is_live(r)),
+            statuses=KeyStatuses(rows),
             sources=list(sources.values()),
             written=self._counts["written"],
             unchanged=self._counts["unchanged"],
