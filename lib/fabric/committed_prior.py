@@ -4,7 +4,8 @@ only when first read (PriorIndex.ready)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lib.fabric.graph_plan import PlannedGraph
@@ -12,6 +13,7 @@ from lib.fabric.ordering import OrderingState
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews
 from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.prior_table import PriorRows, TableRow
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 
@@ -27,7 +29,7 @@ def committed_prior(
     now read from its committed cell: the publication's spill goes with it). Its rows
     are made when first read (PriorIndex.ready): until then only the commit's own
     list of rows and its root's links (root_links.RootLinks: IDs) are kept."""
-    sessions, links = complete["sessions"], graph.root.value["sessions"]
+    sessions, links = CommittedRows(complete["sessions"]), graph.root.value["sessions"]
 
     def make(prior: PriorIndex) -> None:
         prior.rows = {
@@ -46,6 +48,35 @@ def committed_prior(
         ordering=ordering,
         pending=make,
     )
+
+
+class CommittedRows:
+    """A commit's rows in order, kept until they are made (PriorIndex.ready): a row of
+    the prior table (prior_table.py) as its place there, an int in one array, any other
+    as itself. At 25,000 rows the rows themselves (a TableRow and its place's int each,
+    about 3 MB) were held from the commit to the end of a one-shot sync, which never
+    reads them (issue 14 goal 4); the table is held either way (its rows refer to it)."""
+
+    __slots__ = ("_table", "_places", "_others")
+
+    def __init__(self, rows: list[Mapping[str, Any]]) -> None:
+        self._table: PriorRows | None = next((r._file for r in rows if type(r) is TableRow), None)  # type: ignore[union-attr]
+        table = self._table
+        self._places = array("q", [-1]) * len(rows)
+        self._others: dict[int, Mapping[str, Any]] = {}
+        for at, row in enumerate(rows):
+            if table is not None and table.owns(row):
+                self._places[at] = row._at  # type: ignore[attr-defined]
+            else:
+                self._others[at] = row
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        table, others = self._table, self._others
+        for at, place in enumerate(self._places):
+            yield table.row(place) if place >= 0 else others[at]  # type: ignore[union-attr]
 
 
 def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:
