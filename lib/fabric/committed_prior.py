@@ -62,21 +62,20 @@ class CommittedRows:
     def __init__(self, rows: list[Mapping[str, Any]]) -> None:
         self._table: PriorRows | None = next((r._file for r in rows if type(r) is TableRow), None)  # type: ignore[union-attr]
         table = self._table
-        self._places = array("q", [-1]) * len(rows)
-        self._others: dict[int, Mapping[str, Any]] = {}
-        for at, row in enumerate(rows):
-            if table is not None and table.owns(row):
-                self._places[at] = row._at  # type: ignore[attr-defined]
-            else:
-                self._others[at] = row
+        # no table row (a first sync): the list itself; else each other row, in order
+        self._places = array("q", (row._at if table.owns(row) else -1 for row in rows)) if table else None  # type: ignore[attr-defined]
+        self._others = rows if table is None else [row for row in rows if not table.owns(row)]
 
     def __len__(self) -> int:
-        return len(self._places)
+        return len(self._others) if self._places is None else len(self._places)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        table, others = self._table, self._others
-        for at, place in enumerate(self._places):
-            yield table.row(place) if place >= 0 else others[at]  # type: ignore[union-attr]
+        if self._places is None:
+            yield from self._others
+            return
+        table, others = self._table, iter(self._others)
+        for place in self._places:
+            yield table.row(place) if place >= 0 else next(others)  # type: ignore[union-attr]
 
 
 def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:
