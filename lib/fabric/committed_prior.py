@@ -63,7 +63,7 @@ class CommittedRows:
         self._table: PriorRows | None = next((r._file for r in rows if type(r) is TableRow), None)  # type: ignore[union-attr]
         table = self._table
         # no table row (a first sync): the list itself; else each other row, in order
-        self._places = array("q", (row._at if table.owns(row) else -1 for row in rows)) if table else None  # type: ignore[attr-defined]
+        self._places = array("q", (row._at if table.owns(row) else -1 for row in rows)) if table is not None else None  # type: ignore[attr-defined]
         self._others = rows if table is None else [row for row in rows if not table.owns(row)]
 
     def __len__(self) -> int:
