@@ -1,5 +1,5 @@
-"""Session index values: session rows, synchronization statuses, source and checkout
-rows, and the recent/all split (spec "Session indexes").
+"""Session index values: session rows, synchronization statuses, the recent/all split
+and row order (spec "Session indexes"; a source's row: source_rows.py).
 
 Everything here is a pure function over plain dicts, so each rule can be read (and
 tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
@@ -23,7 +23,6 @@ from lib.git_context import iso_timestamp as iso
 
 RECENT_WINDOW = timedelta(days=7)
 MAX_RECENT_MESSAGES = 12
-MAX_SOURCE_ERRORS = 20
 TIMES_KEPT = 4096  # rows of an index whose times its RecentWindow keeps (session 24)
 
 # The normalized summary fields a row repeats (SessionSummary's, without `raw`).
@@ -228,53 +227,6 @@ def _order_seconds(micros: int) -> float:
 
 
 _EPOCH_MICROS = (_EPOCH - _UNIX) // _MICROSECOND
-
-
-# -- source rows -----------------------------------------------------------------------
-
-
-def source_row(
-    source: Mapping[str, Any],
-    *,
-    inventory_complete: bool,
-    complete: bool,
-    observed_at: str,
-    listed: int,
-    read: int,
-    retained: int,
-    errors: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
-    """One source's status in this publication. `source` is a SourceDescriptor wire dict.
-
-    `id` repeats the source ID so the row keeps one stable array cell across
-    publications (without it the row's identity would be a content hash).
-    """
-    return {
-        "id": source["id"],
-        "sourceId": source["id"],
-        "driver": source.get("driver"),
-        "providerVersion": source.get("providerVersion"),
-        "capabilities": dict(source.get("capabilities") or {}),
-        "inventoryComplete": inventory_complete,
-        "complete": complete,
-        "observedAt": observed_at,
-        "listed": listed,
-        "read": read,
-        "retained": retained,
-        "errorCount": len(errors),
-        "errors": [error_entry(e) for e in errors[:MAX_SOURCE_ERRORS]],
-    }
-
-
-def error_entry(error: Mapping[str, Any]) -> dict[str, Any]:
-    entry = {
-        "code": error.get("code"),
-        "message": error.get("message"),
-        "nativeSessionId": error.get("nativeSessionId"),
-    }
-    if error.get("stage"):
-        entry["stage"] = error["stage"]
-    return entry
 
 
 # -- index values ----------------------------------------------------------------------
