@@ -29,7 +29,9 @@ def committed_prior(
     now read from its committed cell: the publication's spill goes with it). Its rows
     are made when first read (PriorIndex.ready): until then only the commit's own
     list of rows and its root's links (root_links.RootLinks: IDs) are kept."""
-    sessions, links = CommittedRows(complete["sessions"]), graph.root.value["sessions"]
+    sessions, links = complete["sessions"], graph.root.value["sessions"]
+    if type(sessions) is not CommittedRows:
+        sessions = CommittedRows(sessions)
 
     def make(prior: PriorIndex) -> None:
         prior.rows = {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
-from lib.fabric.committed_prior import committed_prior
+from lib.fabric.committed_prior import CommittedRows, committed_prior
 from lib.fabric.graph_plan import PlannedCell, plan_graph
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.index_root_write import stored_root, write_root
@@ -310,6 +310,10 @@ def commit_indexes(
         plan_index_root(all_cause, complete, array_scope, links, table),
     )
     del links, linked, pending  # as many entries as rows: not held through the final transaction
+    # the values' rows (a TableRow and its place a row, when the caller holds no other
+    # reference) kept as places until the committed prior is made (committed_prior.py)
+    kept = CommittedRows(complete["sessions"])
+    complete["sessions"], recent["sessions"] = kept, ()
     for graph in graphs:
         for child in graph.children:
             final.setdefault(child.id, child)
@@ -332,7 +336,7 @@ def commit_indexes(
             write_root(tx, graph.root, target.labels, made)
         tx.write(cells.ordering, ordering.to_value(owner), target.labels)
         seq = tx.commit()
-    committed = committed_prior(target, cells, complete, ordering, graphs[1], seq)
+    committed = committed_prior(target, cells, complete, ordering, graphs[1], seq)  # its rows: `kept`
     committed.roots = {graph.root.id: root_digest(graph.root.value, space) for graph in graphs}
     committed.window = window
     target.committed[cells.all] = committed
