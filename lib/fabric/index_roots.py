@@ -14,12 +14,14 @@ tell: then the commit builds and compares as before.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
+from lib.fabric.root_links import RootLinks
 from lib.fabric.same_rows import same_row
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -27,6 +29,7 @@ from lib.hashing import value_hash
 
 if TYPE_CHECKING:
     from lib.fabric.index_store import PriorIndex
+    from lib.fabric.prior_table import PriorRows
 
 
 def index_unchanged(
@@ -55,30 +58,53 @@ def index_unchanged(
 
 
 def plan_index_root(
-    cause: Any, value: Mapping[str, Any], array_scope: Any, links: Mapping[str, Link]
+    cause: Any, value: Mapping[str, Any], array_scope: Any, links: Mapping[str, Link],
+    table: PriorRows | None = None,
 ) -> PlannedGraph:
     """Plan an index root whose rows are all planned already: its `sessions` are the
     rows' links (rows are keyed, so a row's cell does not depend on its siblings and the
-    links are what the full plan would give); its sources and checkouts are planned here."""
+    links are what the full plan would give), held as their cells' IDs (RootLinks): a row
+    of the prior `table` linked as it is by its place there (`table_cell`), any other by
+    `links`. Its sources and checkouts are planned here."""
     planned = plan_graph(cause, {**value, "sessions": []}, array_scope)
-    root = PlannedCell(planned.root.id, planned.root.cause,
-                       {**planned.root.value, "sessions": [links[r["key"]] for r in value["sessions"]]})
+    held = RootLinks(array_scope["spaceDid"])
+    for row in value["sessions"]:
+        cell = table_cell(table, row)
+        if cell is not None:
+            held.add_id(cell)
+        else:
+            held.add(links[row["key"]])
+    root = PlannedCell(planned.root.id, planned.root.cause, {**planned.root.value, "sessions": held})
     return PlannedGraph(planned.space, root, planned.children)
+
+
+def table_cell(table: PriorRows | None, row: Mapping[str, Any]) -> str | None:
+    """The cell ID of a row of the prior `table` itself (its place there, no look-up by
+    key), when its cell is a link into the space: such a row is linked as it is."""
+    return table.cell(row._at) if table is not None and table.owns(row) else None  # type: ignore[attr-defined]
 
 
 _PER_GENERATION = frozenset({"generation", "generatedAt"})
 
 
+def root_digest(value: Mapping[str, Any], space: str) -> bytes:
+    """A digest of an index root's value in `space` but for its generation and its time
+    (what `roots_unchanged` compares): this process keeps it, not the root's N links.
+    Its links, a RootLinks or any list, digested as a RootLinks (equal links, equal digests)."""
+    rest = {k: v for k, v in value.items() if k not in _PER_GENERATION and k != "sessions"}
+    sessions = value.get("sessions")
+    if not isinstance(sessions, RootLinks):
+        held = RootLinks(space)
+        for link in sessions or ():
+            held.add(link)
+        sessions = held
+    return hashlib.sha256(value_hash(rest) + sessions.digest()).digest()
+
+
 def roots_unchanged(prior: PriorIndex, graphs: tuple[PlannedGraph, ...]) -> bool:
     """Both planned roots equal the ones this process committed (the prior still at the
     versions that commit gave them) but for their generation and its time."""
-    for graph in graphs:
-        stored = prior.roots.get(graph.root.id)
-        if stored is None or stored.keys() != graph.root.value.keys():
-            return False
-        if any(stored[k] != v for k, v in graph.root.value.items() if k not in _PER_GENERATION):
-            return False
-    return True
+    return all(prior.roots.get(graph.root.id) == root_digest(graph.root.value, graph.space) for graph in graphs)
 
 
 def changed_cells(target: GraphTarget, children: Mapping[str, PlannedCell]) -> list[PlannedCell]:

@@ -17,13 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
-from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
+from lib.fabric.committed_prior import CommittedRows, committed_prior
+from lib.fabric.graph_plan import PlannedCell, plan_graph
 from lib.fabric.graph_read import read_graph_value
-from lib.fabric.index_roots import changed_cells, plan_index_root, roots_unchanged
+from lib.fabric.index_root_write import stored_root, write_root
+from lib.fabric.index_roots import (
+    changed_cells,
+    plan_index_root,
+    root_digest,
+    roots_unchanged,
+    table_cell,
+)
 from lib.fabric.ordering import OrderingState, ordering_cause, read_ordering
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import StoredPreviews, spilled_bytes, unpacked_row
-from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.packed_previews import spilled_bytes, unpacked_row
 from lib.fabric.prior_rows import (
     PRESERVED_LINK_FIELDS,
     RowLinks,
@@ -32,7 +39,7 @@ from lib.fabric.prior_rows import (
     read_rows,
 )
 from lib.fabric.prior_table import PriorRows
-from lib.fabric.row_cells import direct_rows, root_text
+from lib.fabric.row_cells import direct_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -73,8 +80,8 @@ class PriorIndex:
     dropped_rows: int = 0
     # key -> the row's stored cell (a prior read from the store: prior_rows.RowLinks)
     row_links: Mapping[str, Link] = field(default_factory=dict)
-    # root cell -> the value this process committed there (not read back: a refresh
-    # that changes nothing compares its roots with these, commit_indexes)
+    # root cell -> a digest of the value this process committed there (index_roots.
+    # root_digest; not read back: a refresh that changes nothing compares its roots)
     roots: dict[str, Any] = field(default_factory=dict, compare=False)
     # which rows those roots hold as recent, by time (session_index.RecentWindow): a
     # refresh that changes no row tells from it whether time moved a row across
@@ -236,16 +243,23 @@ def commit_indexes(
     array_scope = scope(space, owner, SESSION_INDEX_ARRAY_SCOPE)
     recent_cause = recent_session_index_cause(space, owner)
     all_cause = all_session_index_cause(space, owner)
+    # a row of the prior table linked as it is is linked from its place there, by the
+    # roots themselves (index_roots.plan_index_root): no Link nor entry here a row
+    table = prior.rows if type(prior.rows) is PriorRows else None
     links: dict[str, Link] = {}
+    pending = []
     for row in complete["sessions"]:
-        link = linked_as_is(prior.rows, prior.row_links, row)
-        if link is not None:
-            links[row["key"]] = link
+        if table_cell(table, row) is None:
+            link = linked_as_is(prior.rows, prior.row_links, row)
+            if link is not None:
+                links[row["key"]] = link
+            else:
+                pending.append(row)
     final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
-    pending = [r for r in complete["sessions"] if r["key"] not in links]
     planning = {r["key"] for r in pending}
-    only_recent = [r for r in recent["sessions"] if r["key"] not in links and r["key"] not in planning]
+    only_recent = [r for r in recent["sessions"]
+                   if table_cell(table, r) is None and r["key"] not in links and r["key"] not in planning]
     del planning
     # the row cells the current roots link, made only when a row is not linked as it is
     # (a listing idle sync links every row as it is: 25,000 IDs were a 2 MB set)
@@ -290,30 +304,38 @@ def commit_indexes(
             written += len(early)
         del direct
     graphs = (
-        plan_index_root(recent_cause, recent, array_scope, links),
-        plan_index_root(all_cause, complete, array_scope, links),
+        plan_index_root(recent_cause, recent, array_scope, links, table),
+        plan_index_root(all_cause, complete, array_scope, links, table),
     )
     del links, linked, pending  # as many entries as rows: not held through the final transaction
+    # the values' rows (a TableRow and its place a row, when the caller holds no other
+    # reference) kept as places until the committed prior is made (committed_prior.py)
+    kept = CommittedRows(complete["sessions"])
+    complete["sessions"], recent["sessions"] = kept, ()
     for graph in graphs:
         for child in graph.children:
             final.setdefault(child.id, child)
     changed = changed_cells(target, final)
     del final
-    release_freed_memory()  # the rows' freed objects: the roots' texts below fit none of them (first27)
+    # nothing a reader sees changed (a refresh of an unchanged session): only the
+    # observation ordering is recorded; the indexes keep their generation
+    unchanged = ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs)
+    # the roots' stored forms made while the rows' freed heap is there to reuse (their
+    # buffers would otherwise take fresh pages), then that heap released (first27)
+    stored = [None] * len(graphs) if unchanged else [stored_root(target.store, space, g.root) for g in graphs]
+    release_freed_memory()
     with target.store.transaction(space, target.writer) as tx:
         _check_unmoved(tx, prior)
-        if ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs):
-            # nothing a reader sees changed (a refresh of an unchanged session): only
-            # the observation ordering is recorded; the indexes keep their generation
+        if unchanged:
             return _ordering_only(target, cells, prior, ordering, tx, window)
         tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))  # its buffer gone before the roots'
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
-        for graph in graphs:  # the roots' row links written as one text (row_cells.py)
-            tx.write(graph.root.id, graph.root.value, target.labels, text=root_text(graph.root.value, space))
+        for graph, made in zip(graphs, stored, strict=True):  # index_root_write.py
+            write_root(tx, graph.root, target.labels, made)
         seq = tx.commit()
-    committed = _committed(target, cells, complete, ordering, graphs[1], seq)
-    committed.roots = {graph.root.id: graph.root.value for graph in graphs}
+    committed = committed_prior(target, cells, complete, ordering, graphs[1], seq)  # its rows: `kept`
+    committed.roots = {graph.root.id: root_digest(graph.root.value, space) for graph in graphs}
     committed.window = window
     target.committed[cells.all] = committed
     return written + len(changed) + len(graphs) + 1
@@ -360,40 +382,3 @@ def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tupl
             yield child.id, group
             group = []
     assert not group, "every planned cell belongs to a row"
-
-
-def _committed(
-    target: GraphTarget,
-    cells: IndexCells, complete: Mapping[str, Any], ordering: OrderingState, graph: PlannedGraph, seq: int
-) -> PriorIndex:
-    """What `read_prior` would read back right after this commit (each row's previews
-    now read from its committed cell: the publication's spill goes with it). Its rows
-    are made when first read (PriorIndex.ready): until then only the commit's own
-    list of rows and of links is kept."""
-    sessions, links = complete["sessions"], graph.root.value["sessions"]
-
-    def make(prior: PriorIndex) -> None:
-        prior.rows = {
-            row["key"]: _with_stored_previews(target, packed(row), link)
-            for row, link in zip(sessions, links, strict=True)
-        }
-        prior.row_links = {row["key"]: link for row, link in zip(sessions, links, strict=True)}
-
-    return PriorIndex(
-        sources=list(complete["sources"]),
-        checkouts=list(complete["checkouts"]),
-        generation=complete["generation"],
-        versions={cells.all: seq, cells.recent: seq, cells.ordering: seq},
-        ordering=ordering,
-        pending=make,
-    )
-
-
-def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:
-    """`row` with its previews read from its committed cell (unless they are already)."""
-    previews = row.get(PREVIEWS)
-    if previews is None or type(link) is not Link:
-        return row
-    if isinstance(previews, StoredPreviews) and previews == StoredPreviews(target.store, target.space, link.id):
-        return row
-    return row.with_previews(StoredPreviews(target.store, target.space, link.id))

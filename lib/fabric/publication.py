@@ -36,6 +36,7 @@ from lib.fabric.packed_previews import PreviewSpill, packed_row
 from lib.fabric.publication_resolve import GUARD_DELETIONS, DeletionGuard, Touch, Verdict, resolve
 from lib.fabric.publication_results import (
     Action,
+    KeyStatuses,
     PreparedLike,
     PublicationError,
     PublicationSummary,
@@ -313,35 +314,33 @@ class Publication:
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]
-                checkouts = self._checkouts.rows(live_roots=live_roots, prior=prior.checkouts,
-                                                 directories=self._directories)
+                checkouts = self._checkouts.rows(live_roots=live_roots, prior=prior.checkouts, directories=self._directories)
                 ordering = prior.ordering.merged(resolved.recorded)
                 resolved.recorded.sessions.clear()  # merged: an entry a session, not held through the commit
+                statuses, live = KeyStatuses(rows), sum(1 for r in rows.values() if idx.is_live(r))
                 if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
                     cells = indexes.commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
                 else:
                     recent, complete, window = idx.index_values(
                         owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
                         sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
+                    rows = resolved.rows = {}  # the values hold them: commit_indexes drops them
                     cells = indexes.commit_indexes(
                         self._graphs, self._cells, prior, recent, complete, ordering,
                         ordering_only_when_unchanged=self._preserve, window=window, early_rows=self._early)
                 generation = self._graphs.committed[self._cells.all].generation  # kept when unchanged
         finally:
             self.close()
-        live = [r for r in rows.values() if idx.is_live(r)]
         return PublicationSummary(
             generation=generation,
-            session_count=len(live),
-            statuses={k: r["status"] for k, r in sorted(rows.items())},
+            session_count=live,
+            statuses=statuses,
             sources=list(sources.values()),
             written=self._counts["written"],
             unchanged=self._counts["unchanged"],
             cells_written=self._counts["cells"] + cells,
-            status_changes=[
-                PublishedOutcome(key, status, status)  # type: ignore[arg-type]
-                for key, status in sorted(resolved.status_changes.items())
-            ],
+            status_changes=[PublishedOutcome(key, status, status)  # type: ignore[arg-type]
+                            for key, status in sorted(resolved.status_changes.items())],
             suspect_sources=dict(resolved.suspect_sources),
         )
 

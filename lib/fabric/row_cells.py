@@ -36,6 +36,7 @@ from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import PreviewCells
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.preview_cells import LEAF_TYPES as _LEAF_TYPES
+from lib.fabric.root_links import RootLinks
 from lib.fabric.values import Link
 from lib.hashing import encode_value
 
@@ -162,9 +163,25 @@ def root_text(value: Mapping[str, Any], space: str) -> str:
     """`values.dumps(value)` of an index root whose `sessions` are links: those are
     written from each link's ID into one text (a template per space) instead of
     encoding a value of N links (four objects each) and then writing it."""
+    parts = root_parts(value)
+    if parts is None:
+        return values.dumps(value)
+    head, tail = parts
+    # one join of every piece: joining the links, then adding the head and the tail,
+    # made the text (3.7 MB at 25,000 rows) three times over, the commit's peak
+    pieces = [head]
+    _link_pieces(value[ROWS], space, pieces)
+    pieces.append(tail)
+    return "".join(pieces)
+
+
+def root_parts(value: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the text before its first row link, the text after its last) of
+    `values.dumps(value)` for an index root whose `sessions` are links; None when that
+    text is to be written whole (an escaped object, a part orjson refuses)."""
     names = list(value)
     if any(name[:1] == "/" for name in names):  # an escaped object: written whole
-        return values.dumps(value)
+        return None
     at = names.index(ROWS)
     before = {name: value[name] for name in names[:at]}
     before[ROWS] = []
@@ -173,14 +190,9 @@ def root_text(value: Mapping[str, Any], space: str) -> str:
         head = orjson.dumps(values.encode(before)).decode("utf-8")
         tail = orjson.dumps(values.encode(after)).decode("utf-8") if after else "{}"
     except TypeError:  # orjson refused a part: values.dumps writes the whole another way
-        return values.dumps(value)
+        return None
     assert head.endswith(_EMPTY_ROWS)
-    # one join of every piece: joining the links, then adding the head and the tail,
-    # made the text (3.7 MB at 25,000 rows) three times over, the commit's peak
-    pieces = [head[: -len("]}")]]
-    _link_pieces(value[ROWS], space, pieces)
-    pieces.append("]" + ("," + tail[1:] if after else "}"))
-    return "".join(pieces)
+    return head[: -len("]}")], "]" + ("," + tail[1:] if after else "}")
 
 
 _EMPTY_ROWS = '"' + ROWS + '":[]}'
@@ -201,6 +213,13 @@ def _link_pieces(links: Sequence[Any], space: str, pieces: list[str]) -> None:
     prefix, suffix = template
     plain = _PLAIN_ID.fullmatch
     after_comma = "," + prefix
+    if type(links) is RootLinks and links.space == space:  # each held as its cell's ID
+        for at, item in enumerate(links.items()):
+            if type(item) is str and plain(item):
+                pieces += (after_comma if at else prefix, item, suffix)
+            else:
+                pieces += ("," if at else "", values.dumps(item if type(item) is not str else links[at]))
+        return
     for at, link in enumerate(links):  # each link's text after its comma
         if type(link) is Link and not link.path and link.space == space and plain(link.id):
             pieces += (after_comma if at else prefix, link.id, suffix)

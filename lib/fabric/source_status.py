@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lib.fabric import session_index as idx
+from lib.fabric.source_rows import source_row
 
 
 @dataclass
@@ -47,7 +47,7 @@ class SourceState:
         """The source row of a collection with an inventory outcome."""
         inventory_complete = self.inventory_complete(outcome)
         listed = outcome.get("listedSessionIds") or []
-        return idx.source_row(
+        return source_row(
             self.descriptor,
             inventory_complete=inventory_complete,
             complete=bool(outcome.get("complete")) and inventory_complete and not self.errors,
@@ -62,7 +62,7 @@ class SourceState:
         """The source row after a targeted refresh: no inventory verdict, so the prior
         row stays, with the driver's current descriptor."""
         if prior is None:
-            return idx.source_row(
+            return source_row(
                 self.descriptor,
                 inventory_complete=False,
                 complete=False,

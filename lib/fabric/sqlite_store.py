@@ -318,6 +318,9 @@ class SQLiteStore(Store):
     def stored_forms(self, space: str, texts: list[str]) -> list[str | bytes] | None:
         return stored_values.encode_many(texts, space)
 
+    def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
+        return stored_values.encode_links(head, bodies, tail, space)
+
     def batch_commits_release_gil(self) -> bool:
         # the compression without the GIL, and new rows in one statement (sqlite_rows_out.py)
         return stored_values.ENCODES_WITHOUT_GIL

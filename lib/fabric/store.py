@@ -130,6 +130,14 @@ class Transaction:
         self._open().ops[cell_id] = Write(text, labels, stored)
         self._written_bytes += len(text)
 
+    def write_stored(self, cell_id: str, stored: str | bytes, labels: Labels | None, length: int) -> None:
+        """Replace the cell's whole value with one given only as this store's stored form
+        (`Store.stored_form_of_links`) of an fvj1 text of `length` characters: the text
+        itself is never made nor held (an index root of 25,000 rows: 3.7 MB). Nothing in
+        this transaction reads that cell back afterwards (`read` would not decode it)."""
+        self._open().ops[cell_id] = Write("", labels, stored)
+        self._written_bytes += length
+
     @property
     def written_bytes(self) -> int:
         """Characters of value text buffered by `write` so far (a bound on what the
@@ -244,6 +252,13 @@ class Store(abc.ABC):
         """What this backend keeps on disk for each fvj1 text of a cell in `space`, made
         ahead of a commit and passed to `Transaction.write(stored=)`; callable from any
         thread. None (this default) when the backend keeps the text as it is."""
+        return None
+
+    def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
+        """What this backend keeps on disk for the fvj1 text `head`, then a link into
+        `space` at no path to the cell `of:fid1:` + each 43-byte ID body of `bodies`,
+        comma-joined, then `tail`, made without that text (`Transaction.write_stored`
+        writes it). None (this default) when the backend keeps texts as they are."""
         return None
 
     def batch_commits_release_gil(self) -> bool:

@@ -71,12 +71,7 @@ def _links(space: str) -> _SpaceLinks:
 
 def encode(text: str, space: str) -> str | bytes:
     """What the documents table stores for fvj1 `text` of a cell in `space`."""
-    if _MARKER in text:  # never in JSON text; stored as it is, it could not be told apart
-        raise ValueError("fvj1 text holds a raw U+0001")
-    links = _links(space)
-    if links.head in text:
-        # lib._cells does the same replacement without the regex engine's per-call cost
-        text = _shorten(text, links.head, links.tail) if _shorten else links.long.sub(_MARKER + r"\1", text)
+    text = _shortened(text, space)
     if len(text) < COMPRESS_AT:
         return text
     raw = text.encode("utf-8")
@@ -84,6 +79,54 @@ def encode(text: str, space: str) -> str | bytes:
     if len(packed) * 10 <= len(raw) * 9:
         return packed
     return text
+
+
+def _shortened(text: str, space: str) -> str:
+    """`text` with its links into `space` at no path in their short form."""
+    if _MARKER in text:  # never in JSON text; stored as it is, it could not be told apart
+        raise ValueError("fvj1 text holds a raw U+0001")
+    links = _links(space)
+    if links.head in text:
+        # lib._cells does the same replacement without the regex engine's per-call cost
+        text = _shorten(text, links.head, links.tail) if _shorten else links.long.sub(_MARKER + r"\1", text)
+    return text
+
+
+def encode_links(head: str, bodies: bytes, tail: str, space: str) -> str | bytes | None:
+    """`encode` of the text `head`, the links into `space` at no path to `of:fid1:` + each
+    43-byte ID body of `bodies` (comma-joined), `tail`, made from their short forms: that
+    long text (about 150 bytes a link) is never made (issue 14 goal 4: an index root).
+    A link's long form never meets its neighbours' text, so shortening the parts apart
+    gives what shortening the whole does. None when a body is not one a short form holds."""
+    count, width = divmod(len(bodies), _BODY_BYTES)
+    if width or not _SHORT_BODIES.fullmatch(bodies):
+        return None
+    head, tail = _shortened(head, space), _shortened(tail, space)
+    head_bytes, tail_bytes = head.encode("utf-8"), tail.encode("utf-8")
+    # made at its size, each link `\x01` + body + `,` (45 bytes) written a column at a
+    # time: no object a link, and no growing buffer's copies left in the heap
+    start, listed = len(head_bytes), max(_LINK_BYTES * count - 1, 0)
+    raw = bytearray(start + listed + len(tail_bytes))
+    raw[:start] = head_bytes
+    end = start + listed
+    raw[start:end:_LINK_BYTES] = _MARKER_BYTE * count
+    raw[start + _LINK_BYTES - 1 : end : _LINK_BYTES] = b"," * max(count - 1, 0)
+    for column in range(_BODY_BYTES):
+        raw[start + 1 + column : end : _LINK_BYTES] = bodies[column::_BODY_BYTES]
+    raw[end:] = tail_bytes
+    text_bytes = len(head_bytes) + len(tail_bytes)  # beside the links' ASCII
+    if len(head) + len(raw) - text_bytes + len(tail) < COMPRESS_AT:  # in characters, as `encode`
+        return raw.decode("utf-8")
+    packed = isal_zlib.compress(raw, COMPRESS_LEVEL)
+    if len(packed) * 10 <= len(raw) * 9:
+        return packed
+    return raw.decode("utf-8")
+
+
+_BODY_BYTES = 43
+_LINK_BYTES = 1 + _BODY_BYTES + 1  # a short link and its comma
+_MARKER_BYTE = _MARKER.encode("ascii")
+_SHORT_BODIES = re.compile(rb"[A-Za-z0-9_-]*")  # the short form's ID body characters
 
 
 _shorten = CELLS.shorten_links if CELLS is not None else None

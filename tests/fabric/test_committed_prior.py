@@ -5,9 +5,13 @@ store; and once another writer moves the index, the store is read again."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 from pathlib import Path
 
+from lib.fabric.committed_prior import CommittedRows
+from lib.fabric.index_roots import root_digest
 from lib.fabric.index_store import PriorIndex, read_prior
+from lib.fabric.packed_rows import PackedRow
 from lib.git_context import GitContextResolver
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 from tests.support.git_repos import GitRepos
@@ -23,8 +27,8 @@ def _same(target) -> None:  # noqa: ANN001
     for field in dataclasses.fields(PriorIndex):
         if field.compare:
             assert getattr(remembered, field.name) == getattr(read_back, field.name), field.name
-    for cell, value in remembered.roots.items():  # the roots it remembers are the stored ones
-        assert target.store.read(target.space, cell).value == value
+    for cell, digest in remembered.roots.items():  # the roots it remembers are the stored ones
+        assert root_digest(target.store.read(target.space, cell).value, target.space) == digest
 
 
 def test_the_remembered_index_equals_the_stored_one_after_every_kind_of_publication(tmp_path: Path) -> None:
@@ -53,3 +57,20 @@ def test_another_writers_commit_makes_the_next_publication_read_the_store(tmp_pa
     publish(theirs, descriptor(), [snapshot("a"), snapshot("b")])  # mine's memory is stale now
     prior = read_prior(mine.graphs, mine.cells)
     assert set(prior.rows) == {"codex/a", "codex/b"}
+
+
+def test_a_commit_over_a_prior_table_keeps_its_rows_as_places_until_they_are_read(tmp_path: Path) -> None:
+    """Session 28: the rows of a prior read from the store (prior_table.PriorRows) are
+    kept after the commit as their places in that table, no row object each, and made
+    when the next publication reads them: the same rows the store gives back."""
+    target = make_env(tmp_path).target()
+    source = descriptor()
+    publish(target, source, [snapshot(n) for n in "abcdef"])
+    target.graphs.committed.clear()  # the next publication reads its prior from the store: a table
+    publish(target, source, [snapshot("a", messages=3)], retained=[snapshot(n).summary for n in "bcdef"])
+    committed = target.graphs.committed[target.cells.all]
+    kept = committed.pending.__closure__  # make()'s cells: the kept rows and links
+    rows = next(c.cell_contents for c in kept if type(c.cell_contents) is CommittedRows)
+    assert rows._table is not None and len(rows._others) == 1 and len(rows) == 6  # "a" was read again
+    assert not [r for r in gc.get_referents(rows) if isinstance(r, PackedRow)]
+    _same(target)

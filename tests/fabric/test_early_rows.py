@@ -290,18 +290,18 @@ def test_a_row_written_early_is_held_as_a_record_on_disk_and_dropped_as_the_comm
     source = descriptor()
     sizes: list[int] = []
     taken: list[bool] = []
-    real_root_text, real_take = index_store.root_text, EarlyRows.take
+    real_write_root, real_take = index_store.write_root, EarlyRows.take
 
-    def root_text(value, space):  # the final transaction: what EarlyRows holds then
+    def write_root(*args):  # the final transaction: what EarlyRows holds then
         sizes.append(len(early._noted))
-        return real_root_text(value, space)
+        return real_write_root(*args)
 
     def take(self, row, linked):
         got = real_take(self, row, linked)
         taken.append(got is not None)
         return got
 
-    monkeypatch.setattr(index_store, "root_text", root_text)
+    monkeypatch.setattr(index_store, "write_root", write_root)
     monkeypatch.setattr(EarlyRows, "take", take)
     with target.publication() as pub:
         early = pub._early

@@ -123,7 +123,8 @@ def test_a_kept_row_takes_its_time_from_the_prior_window_and_a_new_one_is_read()
     assert set(values[2].times) == {"k0", "k1", "k2"}
     assert [r["key"] for r in values[1]["sessions"]] == ["k0", "k1", "k2"]
     # the window says k2 (this very object) is newest: its time is not read again
-    known = RecentWindow(None, None, {**values[2].times, "k2": (rows[2], now + timedelta(days=1))})
+    later = int((now + timedelta(days=1)).timestamp()) * 10**6  # row_micros: whole microseconds
+    known = RecentWindow(None, None, {**values[2].times, "k2": (rows[2], later)})
     kept = index_values(owner_did="did:x", generated_at=now, generation=2, sessions=rows, sources=[],
                         checkouts=[], known=known)
     assert [r["key"] for r in kept[1]["sessions"]] == ["k2", "k0", "k1"]
