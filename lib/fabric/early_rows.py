@@ -31,6 +31,7 @@ missing cell either. Without the publish lock two rules keep it so:
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -68,7 +69,7 @@ class EarlyRows:
         # cell ID string and a dict entry to the row a session were held through a first
         # sync's reads); the commit links the cell only if it publishes that very row
         self._cells = RecordSpill()
-        self._noted: dict[str, tuple[str, int, int, int]] | None = None  # those, by key, at the commit
+        self._noted: WrittenRows | None = None  # those, by the row's place, at the commit
         self._count = 0  # rows written here (their entries go as the commit takes them)
         self._sealed: tuple[Sequence[Mapping[str, Any]], list[DirectRow], SealedWrite] | None = None
 
@@ -168,22 +169,27 @@ class EarlyRows:
         and the commit may link it as it is (the module's docstring), else None. Called
         under the publish lock, with `linked` the cells the current roots link, once a
         row: the row's entry is dropped."""
-        if self._noted is None:  # the last record of a key is its last row's
-            self._noted = {key: (cell, seq, cells, place) for key, cell, seq, cells, place in self._cells}
+        if self._noted is None:
+            self._noted = WrittenRows(self._cells)
             self._cells.clear()
-        # the commit asks once a row: its entry goes now, and the table once empty, not
-        # held through the roots' final transaction (issue 14 goal 4)
-        noted = self._noted.pop(row["key"], None)
-        if not self._noted:
-            self._noted = {}
+        if not isinstance(row, PackedRow) or row._file is not self._blocks:
+            return None  # not a row whose block is in the touches' file: none written here
+        # the commit asks once a row: its entry goes now, and the table once empty or
+        # once the commit has taken all (`taken_all`), not held through the roots' final
+        # transaction (issue 14 goal 4)
+        noted = self._noted.pop(row._at)
         if noted is None:
-            return None
-        cell, seq, cells, place = noted
-        if place < 0 or not isinstance(row, PackedRow) or row._file is not self._blocks or row._at != place:
             return None  # not the very row written here (its key touched again since)
+        cell, seq, cells = noted
         if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None
         return Link.trusted(cell, self._target.space), cells
+
+    def taken_all(self) -> None:
+        """The commit has taken every row it will: what is noted of rows it did not take
+        (a key touched again since) goes, not held through the roots' final transaction."""
+        self._noted = WrittenRows(RecordSpill())
+        self._cells.clear()
 
     def _new_keys(self, direct: list[DirectRow]) -> bool:
         """Whether the rows' keys are distinct and none was written before (a key is
@@ -193,3 +199,66 @@ class EarlyRows:
 
     def __len__(self) -> int:
         return self._count
+
+
+class WrittenRows:
+    """What EarlyRows noted of each row it wrote, by the place of the row's block in the
+    touches' file (packed_rows: an offset and length in one int): its cell ID, the seq
+    it was written at and its cells, in arrays, found by an open-addressed index of the
+    places (4 bytes a slot, at most half full).
+
+    The commit looks a row up by its place (the row it publishes is the very one written
+    only if its place is the one noted). A dict by key made a tuple, a key and a cell ID
+    string a row at the commit's first `take`: 7.5 MB at once for 25,000 new rows, the
+    first sync's peak (issue 14 goal 4). Records of a row that was no table row (place
+    -1) can never be taken: they are not kept.
+    """
+
+    def __init__(self, records: RecordSpill) -> None:
+        size = 8
+        while size < 2 * len(records):
+            size *= 2
+        self._slots = array("i", [-1]) * size  # entry numbers by place (-1: empty, -2: taken)
+        self._places = array("q")
+        self._ids = bytearray()  # the cell IDs (ASCII), the n-th ending at `_id_ends[n]`
+        self._id_ends = array("Q")
+        self._seqs = array("q")
+        self._cells = array("I")
+        for _key, cell, seq, cells, place in records:
+            if place >= 0:
+                self._slots[self._slot(place)] = len(self._places)
+                self._places.append(place)
+                self._ids += cell.encode("ascii")
+                self._id_ends.append(len(self._ids))
+                self._seqs.append(seq)
+                self._cells.append(cells)
+        self._left = len(self._places)
+
+    def _slot(self, place: int) -> int:
+        """The slot of `place`, or of the empty one where it would go."""
+        slots, mask = self._slots, len(self._slots) - 1
+        slot = (place * 0x9E3779B97F4A7C15 >> 16) & mask  # a place's low bits are a length
+        while slots[slot] != -1 and (slots[slot] < 0 or self._places[slots[slot]] != place):
+            slot = (slot + 1) & mask
+        return slot
+
+    def pop(self, place: int) -> tuple[str, int, int] | None:
+        """(cell ID, seq, cells) of the row written at `place`, dropped; None if none.
+        Once every entry is taken the arrays go."""
+        if not self._left:
+            return None
+        slot = self._slot(place)
+        entry = self._slots[slot]
+        if entry < 0:
+            return None
+        self._slots[slot] = -2  # taken: later places probed past it still found
+        start = self._id_ends[entry - 1] if entry else 0
+        noted = (self._ids[start : self._id_ends[entry]].decode("ascii"), self._seqs[entry], self._cells[entry])
+        self._left -= 1
+        if not self._left:
+            self._slots, self._places, self._ids = array("i", [-1]) * 8, array("q"), bytearray()
+            self._id_ends, self._seqs, self._cells = array("Q"), array("q"), array("I")
+        return noted
+
+    def __len__(self) -> int:
+        return self._left

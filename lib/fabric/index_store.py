@@ -270,6 +270,7 @@ def commit_indexes(
             if taken is not None:
                 links[row["key"]] = taken[0]
                 written += taken[1]
+        early_rows.taken_all()
         pending = [r for r in pending if r["key"] not in links]
     pending += only_recent
     for group in row_groups(pending):
