@@ -55,10 +55,10 @@ class HeldCells:
         out = HeldCells()
         pairs = iter(self._spill)
         while batch := list(islice(pairs, READ_BATCH)):
-            stored = target.store.read_many(target.space, [cell_id for cell_id, _ in batch])
+            stored = target.store.read_texts(target.space, [cell_id for cell_id, _ in batch])
             for cell_id, text in batch:
-                document = stored.get(cell_id)
-                if document is None or not _same_value(document.value, text):
+                held = stored.get(cell_id)
+                if held is None or not _same_value(held, text):
                     out.add(cell_id, text)
         return out
 
@@ -66,8 +66,8 @@ class HeldCells:
         self._spill.clear()
 
 
-def _same_value(value: object, text: str) -> bool:
-    """Whether `text` holds `value`: the same text as a rule, else the same value hash
-    (the planner's test: equal values may be written with their fields in another order)."""
-    return values.dumps(value) == text or value_hash(value) == value_hash(value_decoding.loads(text))
+def _same_value(stored: str, text: str) -> bool:
+    """Whether two fvj1 texts hold one value: the same text as a rule, else the same value
+    hash (the planner's test: equal values may be written with their fields in another order)."""
+    return stored == text or value_hash(value_decoding.loads(stored)) == value_hash(value_decoding.loads(text))
 

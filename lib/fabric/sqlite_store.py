@@ -52,7 +52,7 @@ from lib.fabric.sqlite_connections import (
 from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.sqlite_key_index import KeyIndex, KeyIndexAbsent, index_present
 from lib.fabric.sqlite_labels import LabelRows
-from lib.fabric.sqlite_rows_in import rows_of, text_loader
+from lib.fabric.sqlite_rows_in import rows_of, text_loader, texts_of
 from lib.fabric.sqlite_rows_out import RowExists, RowsOut, fresh_writes
 from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
@@ -207,16 +207,10 @@ class SQLiteStore(Store):
             batch = unique[start : start + IN_BATCH]
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
-                rows = conn.execute(
-                    f"SELECT cell_id, seq, labels_id, value FROM documents "
-                    f"WHERE space_id = ? AND cell_id IN ({marks})",
-                    (space_id, *map(key, batch)),
-                ).fetchall()
-                found = {
-                    cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
-                    for stored_id, seq, labels_id, stored in rows
-                    if stored is not None
-                }
+                rows = conn.execute(f"SELECT cell_id, seq, labels_id, value FROM documents "
+                                    f"WHERE space_id = ? AND cell_id IN ({marks})", (space_id, *map(key, batch))).fetchall()
+                found = {cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
+                         for stored_id, seq, labels_id, stored in rows if stored is not None}
             del rows
             for cell_id in batch:
                 row = found.pop(cell_id, None)
@@ -227,6 +221,12 @@ class SQLiteStore(Store):
                     else:
                         value = value_decoding.loads(stored_values.decode(stored, space))
                     yield cell_id, Document(value, labels, seq)
+
+    def read_texts(self, space: str, cell_ids: Iterable[str]) -> dict[str, str]:
+        with self._connection() as conn:  # the stored texts decoded to fvj1, no value made
+            self._key_index.end(conn)
+            space_id = self._space_id(conn, space)
+            return {} if space_id is None else texts_of(conn, space_id, space, cell_ids)
 
     def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         # one query per batch of IDs, reading no value

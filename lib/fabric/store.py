@@ -238,6 +238,11 @@ class Store(abc.ABC):
         of a value's top-level object named in `keep_fields` is left as its fvj1 JSON
         (value_decoding.decode_keeping: the prior index rows' previews)."""
 
+    def read_texts(self, space: str, cell_ids: Iterable[str]) -> dict[str, str]:
+        """The fvj1 text of each cell that holds a value, by ID, for comparing many cells
+        with texts (held_cells.py). This default decodes and writes each value again."""
+        return {cell_id: values.dumps(document.value) for cell_id, document in self.iter_many(space, cell_ids)}
+
     def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         """Which of the cells hold a value (not absent, not deleted). Backends may answer
         without decoding any value; this default reads them. `roots`: the cells are
