@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+import orjson
+
 from lib.fabric import value_decoding, values
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell
@@ -68,6 +70,16 @@ class HeldCells:
 
 def _same_value(stored: str, text: str) -> bool:
     """Whether two fvj1 texts hold one value: the same text as a rule, else the same value
-    hash (the planner's test: equal values may be written with their fields in another order)."""
-    return stored == text or value_hash(value_decoding.loads(stored)) == value_hash(value_decoding.loads(text))
+    hash (the planner's test: equal values may be written with their fields in another
+    order). Texts whose JSON differs (Python's ==, which equates more than values do:
+    1 and 1.0, fields in any order) hold different values, told without decoding them
+    (a changed row's cell: its status); JSON orjson refuses (a lone surrogate) is decoded."""
+    if stored == text:
+        return True
+    try:
+        if orjson.loads(stored) != orjson.loads(text):
+            return False
+    except orjson.JSONDecodeError:
+        pass
+    return value_hash(value_decoding.loads(stored)) == value_hash(value_decoding.loads(text))
 
