@@ -8,7 +8,6 @@ the old index whole."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from lib.fabric.held_cells import HeldCells
 from lib.fabric.store import Transaction
 from tests.fabric.target_helpers import descriptor, index, make_env, publish, rows, snapshot
 from tests.fabric.test_index_groups_bounded import killed_when
-from tests.fabric.test_row_cells import _documents
+from tests.fabric.test_row_cells import planned_and_direct
 from tests.fabric.test_target_crash import (
     _assert_every_indexed_manifest_is_complete,
     _assert_no_document_links_a_missing_cell,
@@ -55,21 +54,10 @@ def test_changed_rows_store_the_same_documents_as_the_general_planner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(index_store, "ROW_BATCH", 3)
-    envs = {}
-    for side in ("planned", "direct"):
-        (tmp_path / side).mkdir()
-        if envs:
-            shutil.copy(tmp_path / "planned" / "identity", tmp_path / side / "identity")
-        envs[side] = make_env(tmp_path / side)
-    for side, env in envs.items():
-        with monkeypatch.context() as patch:
-            if side == "planned":  # every row through the general planner, its cells held as values
-                patch.setattr(index_store, "direct_rows", lambda rows, *_: ([], list(rows)))
-            _resync_every_row(env.target())
-    planned, direct = (_documents(tmp_path / side / "fabric.db") for side in envs)
+    planned, direct = planned_and_direct(tmp_path, monkeypatch, _resync_every_row)
     assert len(planned) > 100
     assert planned == direct
-    got = rows(envs["direct"].target())
+    got = rows(make_env(tmp_path / "direct").target())
     assert {row["status"] for row in got.values()} == {"complete"}
     assert [m["text"] for m in got["codex/s1"]["recentMessages"]] == [f"again  {i}" for i in range(4)]
 
