@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import lib.fabric.index_store as index_store
+import lib.fabric.row_cells as row_cells
 from lib.fabric.held_cells import HeldCells
 from lib.fabric.store import Transaction
 from tests.fabric.target_helpers import descriptor, index, make_env, publish, rows, snapshot
@@ -54,9 +55,18 @@ def test_changed_rows_store_the_same_documents_as_the_general_planner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(index_store, "ROW_BATCH", 3)
+    real_links, stored_rows = row_cells._stored_preview_links, []
+
+    def stored_links(previews, space):  # rows whose status alone changed: their previews as stored
+        links = real_links(previews, space)
+        stored_rows.extend(links)
+        return links
+
+    monkeypatch.setattr(row_cells, "_stored_preview_links", stored_links)
     planned, direct = planned_and_direct(tmp_path, monkeypatch, _resync_every_row)
     assert len(planned) > 100
     assert planned == direct
+    assert len(stored_rows) >= len(NAMES) - 2  # the rows marked stale took that path
     got = rows(make_env(tmp_path / "direct").target())
     assert {row["status"] for row in got.values()} == {"complete"}
     assert [m["text"] for m in got["codex/s1"]["recentMessages"]] == [f"again  {i}" for i in range(4)]
@@ -122,6 +132,7 @@ _CHILD = """
 import sys, time
 from pathlib import Path
 import lib.fabric.index_store as index_store
+import lib.fabric.row_cells as row_cells
 from lib.fabric.held_cells import HeldCells
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 
