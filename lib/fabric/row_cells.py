@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_speedups import CELLS
 from lib.fabric.packed_previews import FIELD as PREVIEWS
@@ -43,6 +43,7 @@ from lib.fabric.packed_previews import PreviewCells, StoredPreviews
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.preview_cells import LEAF_TYPES as _LEAF_TYPES
 from lib.fabric.root_links import RootLinks
+from lib.fabric.stored_values import SameSpaceLinks
 from lib.fabric.values import Link
 from lib.hashing import encode_value
 
@@ -145,12 +146,20 @@ def _stored_preview_links(previews: list[Any], space: str) -> dict[str, list[Lin
         return {}
     store = next(p.store for p in previews if type(p) is StoredPreviews and p.space == space)
     out: dict[str, list[Link]] = {}
-    for cell, document in store.iter_many(space, cells):
+    # the previews kept as their text: stored as short links (as a rule), read as their IDs
+    for cell, document in store.iter_many(space, cells, keep_fields=_PREVIEWS_FIELD):
         value = document.value
         links = value.get(PREVIEWS) if type(value) is dict else None
-        if type(links) is list and all(type(x) is Link and not x.path and x.space == space for x in links):
-            out[cell] = links
+        if type(links) is SameSpaceLinks:
+            out[cell] = _links(list(links), space)
+        elif type(links) is list:  # kept as fvj1 JSON: the links decoded
+            decoded = value_decoding.decode(links)
+            if all(type(x) is Link and not x.path and x.space == space for x in decoded):
+                out[cell] = decoded
     return out
+
+
+_PREVIEWS_FIELD = frozenset({PREVIEWS})
 
 
 def _fields(row: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ import pytest
 
 import lib.fabric.index_store as index_store
 import lib.fabric.row_cells as row_cells
+import lib.fabric.stored_values as stored_values
 from lib.fabric.held_cells import HeldCells
 from lib.fabric.store import Transaction
 from tests.fabric.target_helpers import descriptor, index, make_env, publish, rows, snapshot
@@ -51,10 +52,13 @@ def _resync_every_row(target) -> None:
     publish(target, descriptor(), _sessions("again"))
 
 
+@pytest.mark.parametrize("stored_previews", ["read as their IDs", "read as JSON"])
 def test_changed_rows_store_the_same_documents_as_the_general_planner(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_previews: str
 ):
     monkeypatch.setattr(index_store, "ROW_BATCH", 3)
+    if stored_previews == "read as JSON":  # the store's reading of short links as IDs not taken
+        monkeypatch.setattr(stored_values, "_cut_short_links", lambda text, name: (text, None))
     real_links, stored_rows = row_cells._stored_preview_links, []
 
     def stored_links(previews, space):  # rows whose status alone changed: their previews as stored
@@ -133,6 +137,7 @@ import sys, time
 from pathlib import Path
 import lib.fabric.index_store as index_store
 import lib.fabric.row_cells as row_cells
+import lib.fabric.stored_values as stored_values
 from lib.fabric.held_cells import HeldCells
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 
