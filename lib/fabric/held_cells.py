@@ -51,9 +51,10 @@ class HeldCells:
         for cell in cells:
             self._spill.add((cell.id, values.dumps(cell.value)))
 
-    def changed(self, target: GraphTarget) -> HeldCells:
+    def take_changed(self, target: GraphTarget) -> HeldCells:
         """The held cells whose stored value differs (or that are absent), read back
-        READ_BATCH at a time (most of a changed row's previews are as stored)."""
+        READ_BATCH at a time (most of a changed row's previews are as stored); this one
+        is emptied then (its file closed)."""
         out = HeldCells()
         pairs = iter(self._spill)
         while batch := list(islice(pairs, READ_BATCH)):
@@ -62,6 +63,7 @@ class HeldCells:
                 held = stored.get(cell_id)
                 if held is None or not _same_value(held, text):
                     out.add(cell_id, text)
+        self.clear()
         return out
 
     def clear(self) -> None:

@@ -20,7 +20,6 @@ from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_
 from lib.fabric.committed_prior import CommittedRows, committed_prior
 from lib.fabric.graph_plan import PlannedCell, plan_graph
 from lib.fabric.graph_read import read_graph_value
-from lib.fabric.held_cells import HeldCells
 from lib.fabric.index_root_write import stored_root, write_root
 from lib.fabric.index_roots import (
     changed_cells,
@@ -257,7 +256,6 @@ def commit_indexes(
                 links[row["key"]] = link
             else:
                 pending.append(row)
-    final = HeldCells()  # cells of rows the current roots link: on disk until the final transaction
     written = 0
     planning = {r["key"] for r in pending}
     only_recent = [r for r in recent["sessions"]
@@ -274,9 +272,10 @@ def commit_indexes(
                 written += taken[1]
         pending = [r for r in pending if r["key"] not in links]
     pending += only_recent
+    # cells of rows the current roots link, on disk until the final transaction
+    final = _held_cells() if pending else None
     for group in row_groups(pending):
-        # rows of the usual shape assembled as texts (row_cells.py); a changed row's cells
-        # (the current roots link its cell) are held for the final transaction
+        # rows of the usual shape assembled as texts (row_cells.py); a changed row's cells held
         direct, rest = direct_rows(group, array_scope, frozenset())
         for row in direct:
             links[row.key] = row.link
@@ -321,12 +320,10 @@ def commit_indexes(
     for graph in graphs:
         for child in graph.children:
             children.setdefault(child.id, child)
-    changed, changed_rows = changed_cells(target, children), final.changed(target)
-    final.clear()
+    changed, changed_rows = changed_cells(target, children), final.take_changed(target) if final is not None else None
     # nothing a reader sees changed (a refresh of an unchanged session): only the
     # observation ordering is recorded; the indexes keep their generation
-    unchanged = (ordering_only_when_unchanged and not changed and not len(changed_rows)
-                 and roots_unchanged(prior, graphs))
+    unchanged = ordering_only_when_unchanged and not changed and not changed_rows and roots_unchanged(prior, graphs)
     # the roots' stored forms made while the rows' freed heap is there to reuse (their
     # buffers would otherwise take fresh pages), then that heap released (first27)
     stored = [None] * len(graphs) if unchanged else [stored_root(target.store, space, g.root) for g in graphs]
@@ -338,7 +335,7 @@ def commit_indexes(
         tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))  # its buffer gone before the roots'
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
-        if len(changed_rows):  # read from their file at the commit, a batch at a time
+        if changed_rows:  # read from their file at the commit, a batch at a time
             tx.write_streamed(changed_rows, target.labels)
         for graph, made in zip(graphs, stored, strict=True):  # index_root_write.py
             write_root(tx, graph.root, target.labels, made)
@@ -347,8 +344,9 @@ def commit_indexes(
     committed.roots = {graph.root.id: root_digest(graph.root.value, space) for graph in graphs}
     committed.window = window
     target.committed[cells.all] = committed
-    written += len(changed) + len(changed_rows)
-    changed_rows.clear()
+    if changed_rows is not None:  # its file closed
+        written += len(changed_rows)
+        changed_rows.clear()
     return written + len(graphs) + 1
 
 
@@ -381,6 +379,12 @@ def _ordering_only(
     kept_prior.window = window or prior.window  # the roots held the same recent rows
     target.committed[cells.all] = kept_prior
     return 1
+
+
+def _held_cells() -> Any:  # held_cells.HeldCells
+    from lib.fabric.held_cells import HeldCells  # imported by a commit that plans rows
+
+    return HeldCells()
 
 
 def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:

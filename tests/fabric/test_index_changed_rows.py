@@ -122,9 +122,10 @@ def test_held_cells_are_kept_in_a_private_file_and_only_the_changed_ones_are_giv
         fd = held._spill._file.fileno()  # type: ignore[union-attr]
         assert stat.S_IMODE(os.fstat(fd).st_mode) == 0o600
         assert os.fstat(fd).st_nlink == 0  # unlinked: gone with the process
-        changed = held.changed(target)
+        assert list(held) == list(held) and len(held) == 2  # read again, for a commit attempted twice
+        changed = held.take_changed(target)
         assert list(changed) == [("of:fid1:" + "N" * 43, '{"new":true}')]
-        assert list(held) == list(held)  # read again, for a commit attempted twice
+        assert len(held) == 0 and held._spill._file is None
     finally:
         held.clear()
     assert stored
@@ -142,14 +143,14 @@ from lib.fabric.held_cells import HeldCells
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 
 index_store.ROW_BATCH = 2
-real_changed = HeldCells.changed
+real_changed = HeldCells.take_changed
 
 def changed_then_wait(self, target):
     out = real_changed(self, target)
     print("held", len(out), flush=True)
     time.sleep(600)  # killed here: every group done, the final transaction not begun
 
-HeldCells.changed = changed_then_wait
+HeldCells.take_changed = changed_then_wait
 env = make_env(Path(sys.argv[1]))
 publish(env.target(), descriptor(), [snapshot(f"s{i}", messages=3, text="changed") for i in range(10)])
 """
