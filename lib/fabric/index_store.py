@@ -347,7 +347,7 @@ def commit_indexes(
     if changed_rows is not None:  # its file closed
         written += len(changed_rows)
         changed_rows.clear()
-    return written + len(graphs) + 1
+    return written + len(changed) + len(graphs) + 1
 
 
 def commit_ordering(target: GraphTarget, cells: IndexCells, prior: PriorIndex, ordering: OrderingState) -> int:

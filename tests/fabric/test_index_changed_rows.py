@@ -95,9 +95,14 @@ def test_a_resync_of_every_row_buffers_no_row_cell_in_the_final_transaction(
 
     monkeypatch.setattr(index_store, "ROW_BATCH", 2)
     monkeypatch.setattr(Transaction, "commit", counting)
+    real_commit_indexes = index_store.commit_indexes
+    counted: list[int] = []
+    monkeypatch.setattr(index_store, "commit_indexes", lambda *a, **k: counted.append(real_commit_indexes(*a, **k))
+                        or counted[-1])
     publish(target, descriptor(), [snapshot(n, messages=3, text="changed") for n in NAMES])
     monkeypatch.undo()
     (ops, streamed), = final
+    assert counted == [ops + streamed]  # the cells it wrote, streamed ones too
     # the final transaction buffers the ordering and the two roots (and their sources and
     # checkouts), not the rows: each changed row's three previews and its row cell stream
     assert ops <= 6
