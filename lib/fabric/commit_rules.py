@@ -4,7 +4,7 @@ against the current rows inside the backend's write lock and says what to write.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,9 @@ class CommitPlan:
     ops: dict[str, Op] = field(default_factory=dict)
     # the writer expects every cell written to be new (Transaction.expect_new_cells)
     expect_new: bool = False
+    # whole-value writes given as (cell ID, fvj1 text) pairs read only at commit
+    # (Transaction.write_streamed), each with its labels: cells no op above writes
+    streamed: list[tuple[Iterable[tuple[str, str]], Labels | None]] = field(default_factory=list)
 
     def cells(self) -> set[str]:
         return set(self.reads) | self.require_absent | set(self.require_hash) | set(self.ops)
@@ -119,6 +122,22 @@ def resolve_commit(
             raise PreconditionFailed("store-precondition-failed", f"cannot patch fields of an absent cell: {cell}")
         value = value_decoding.loads(load_text(cell))
         out.append(RowWrite(cell, row.labels, values.dumps(apply_patch(cell, value, op))))
+    return out
+
+
+def streamed_writes(
+    plan: CommitPlan, cells: list[tuple[str, str]], labels: Labels | None, rows: Mapping[str, Row]
+) -> list[RowWrite]:
+    """resolve_commit's answer for a batch of a plan's streamed writes (`rows`: those
+    cells' rows, read inside the backend's write lock): WriteDenied for a cell whose
+    labels do not name the writer, else a write of each, with the labels given or the
+    cell's own (a new cell's: the writer's)."""
+    out = []
+    for cell, text in cells:
+        row = rows.get(cell)
+        if row is not None and plan.writer not in row.labels.integrity:
+            raise WriteDenied("store-write-denied", f"writer {plan.writer} is not allowed to change cell {cell}")
+        out.append(RowWrite(cell, labels or (row.labels if row else Labels.owned_by(plan.writer)), text))
     return out
 
 

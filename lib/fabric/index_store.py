@@ -234,7 +234,8 @@ def commit_indexes(
     yet (a session new to the index) is written at once in a transaction of its batch:
     nothing reaches it before the roots below link it, so a crash before then leaves an
     unreachable cell, never an index pointing at a missing one. The cells of rows the
-    current roots link (a changed row) go into the final transaction with the roots.
+    current roots link (a changed row) go into the final transaction with the roots,
+    held until then as texts in a temporary file (held_cells.py), not in memory.
     The caller holds the publish lock: no other publication links a row meanwhile.
     A row whose cells `early_rows` wrote while the publication ran (early_rows.py) is linked
     as it is, when `early_rows.take` allows it.
@@ -255,7 +256,6 @@ def commit_indexes(
                 links[row["key"]] = link
             else:
                 pending.append(row)
-    final: dict[str, PlannedCell] = {}  # cells of rows the current roots link
     written = 0
     planning = {r["key"] for r in pending}
     only_recent = [r for r in recent["sessions"]
@@ -273,11 +273,16 @@ def commit_indexes(
         early_rows.taken_all()
         pending = [r for r in pending if r["key"] not in links]
     pending += only_recent
+    # cells of rows the current roots link, on disk until the final transaction
+    final = _held_cells() if pending else None
     for group in row_groups(pending):
-        # rows new to the index, of the usual shape, assembled as texts (row_cells.py)
-        direct, rest = direct_rows(group, array_scope, linked)
+        # rows of the usual shape assembled as texts (row_cells.py); a changed row's cells held
+        direct, rest = direct_rows(group, array_scope, frozenset())
         for row in direct:
             links[row.key] = row.link
+            if row.link.id in linked:
+                final.add_row(row)
+        direct = [row for row in direct if row.link.id not in linked]
         early: list[PlannedCell] = []
         if rest:
             batch = [unpacked_row(r) for r in rest]
@@ -287,8 +292,7 @@ def commit_indexes(
                 links[row["key"]] = link
             for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
                 if row_cell in linked:
-                    for child in cells_of_row:
-                        final.setdefault(child.id, child)
+                    final.add_planned(cells_of_row)
                 else:
                     early.extend(cells_of_row)
             del planned, batch
@@ -313,14 +317,14 @@ def commit_indexes(
     # reference) kept as places until the committed prior is made (committed_prior.py)
     kept = CommittedRows(complete["sessions"])
     complete["sessions"], recent["sessions"] = kept, ()
+    children: dict[str, PlannedCell] = {}  # the roots' own (sources, checkouts)
     for graph in graphs:
         for child in graph.children:
-            final.setdefault(child.id, child)
-    changed = changed_cells(target, final)
-    del final
+            children.setdefault(child.id, child)
+    changed, changed_rows = changed_cells(target, children), final.take_changed(target) if final is not None else None
     # nothing a reader sees changed (a refresh of an unchanged session): only the
     # observation ordering is recorded; the indexes keep their generation
-    unchanged = ordering_only_when_unchanged and not changed and roots_unchanged(prior, graphs)
+    unchanged = ordering_only_when_unchanged and not changed and not changed_rows and roots_unchanged(prior, graphs)
     # the roots' stored forms made while the rows' freed heap is there to reuse (their
     # buffers would otherwise take fresh pages), then that heap released (first27)
     stored = [None] * len(graphs) if unchanged else [stored_root(target.store, space, g.root) for g in graphs]
@@ -332,6 +336,8 @@ def commit_indexes(
         tx.write(cells.ordering, None, target.labels, text=ordering.text(owner))  # its buffer gone before the roots'
         for child in changed:  # children before the roots that link them
             tx.write(child.id, child.value, target.labels)
+        if changed_rows:  # read from their file at the commit, a batch at a time
+            tx.write_streamed(changed_rows, target.labels)
         for graph, made in zip(graphs, stored, strict=True):  # index_root_write.py
             write_root(tx, graph.root, target.labels, made)
         seq = tx.commit()
@@ -339,6 +345,9 @@ def commit_indexes(
     committed.roots = {graph.root.id: root_digest(graph.root.value, space) for graph in graphs}
     committed.window = window
     target.committed[cells.all] = committed
+    if changed_rows is not None:  # its file closed
+        written += len(changed_rows)
+        changed_rows.clear()
     return written + len(changed) + len(graphs) + 1
 
 
@@ -371,6 +380,12 @@ def _ordering_only(
     kept_prior.window = window or prior.window  # the roots held the same recent rows
     target.committed[cells.all] = kept_prior
     return 1
+
+
+def _held_cells() -> Any:  # held_cells.HeldCells
+    from lib.fabric.held_cells import HeldCells  # imported by a commit that plans rows
+
+    return HeldCells()
 
 
 def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:

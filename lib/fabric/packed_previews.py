@@ -166,6 +166,10 @@ class StoredPreviews(LazyPreviews):
         """The row cell (prior_rows.RowLinks links it from here)."""
         return self._cell
 
+    @property
+    def store(self) -> Store:
+        return self._store
+
     def unpack(self) -> list[Any]:
         from lib.fabric.graph_read import read_graph_value
 

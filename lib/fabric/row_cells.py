@@ -13,10 +13,16 @@ assembled here instead of planned:
 - at the commit, `direct_rows` names the cells from those encodings (one C call for a
   batch of rows) and writes the row cell's text from the row's fields.
 
+A prior row whose previews are its stored ones (`StoredPreviews`: a row whose status
+alone changed, as every row of a sync that marks its sessions stale) is its row cell
+alone, linking the preview cells it links now (its row cells read once a batch).
+
 A row outside that shape (an array in a preview, a non-empty array among its other
-fields, a preview with no identity of its own, two previews of one identity) and a row
-whose cell the current index links (a changed row, compared with its stored cells) are
-left to `plan_graph`. tests/fabric/test_row_cells.py holds the two equal, IDs and texts.
+fields, a preview with no identity of its own, two previews of one identity) is left to
+`plan_graph`, and so is a row whose cell is in `linked` (early_rows.py passes the row
+cells the current roots link; the commit passes none: it holds a changed row's cells
+for its final transaction, held_cells.py). tests/fabric/test_row_cells.py and
+test_index_changed_rows.py hold the two equal, IDs and texts.
 """
 
 from __future__ import annotations
@@ -29,14 +35,15 @@ from typing import Any
 
 import orjson
 
-from lib.fabric import values
+from lib.fabric import value_decoding, values
 from lib.fabric.cell_id import PREFIX as CELL_ID_PREFIX
 from lib.fabric.cell_speedups import CELLS
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import PreviewCells
+from lib.fabric.packed_previews import PreviewCells, StoredPreviews
 from lib.fabric.packed_rows import PackedRow
 from lib.fabric.preview_cells import LEAF_TYPES as _LEAF_TYPES
 from lib.fabric.root_links import RootLinks
+from lib.fabric.stored_values import SameSpaceLinks
 from lib.fabric.values import Link
 from lib.hashing import encode_value
 
@@ -84,10 +91,22 @@ def direct_rows(
         else:
             rest.append(row)
     row_ids = _cause_ids([cause for _, cause in keyed])
-    chosen: list[tuple[Mapping[str, Any], str, dict[str, Any], list[str]]] = []
+    chosen: list[tuple[Mapping[str, Any], str, dict[str, Any], list[str] | None]] = []
     preview_causes: list[bytes] = []
+    stored = _stored_preview_links([row.get(PREVIEWS) for row, _ in keyed], space)
     for (row, cause), row_id in zip(keyed, row_ids, strict=True):
         previews = row.get(PREVIEWS)
+        if type(previews) is StoredPreviews and row_id not in linked:
+            # the prior row's own previews (a row whose status alone changed: every row of
+            # a sync that marks its sessions stale): its cell links their stored cells
+            links = stored.get(row_id) if previews.cell == row_id else None
+            fields = _fields(row) if links is not None else None
+            if fields is None:
+                rest.append(row)
+            else:
+                fields[PREVIEWS] = links
+                chosen.append((row, row_id, fields, None))
+            continue
         cells = previews.cells() if type(previews) is PreviewCells and row_id not in linked else None
         fields = _fields(row) if cells is not None else None
         if cells is None or fields is None:
@@ -101,10 +120,14 @@ def direct_rows(
     preview_links = _links(preview_ids, space)
     out: list[DirectRow] = []
     at = 0
-    for row, row_id, fields, texts in chosen:
-        ids = preview_ids[at : at + len(texts)]
-        fields[PREVIEWS] = preview_links[at : at + len(texts)]
-        at += len(texts)
+    for row, row_id, fields, held in chosen:
+        if held is None:  # its previews' cells are stored: the row cell alone
+            ids, texts = [], []
+        else:
+            texts = held
+            ids = preview_ids[at : at + len(texts)]
+            fields[PREVIEWS] = preview_links[at : at + len(texts)]
+            at += len(texts)
         ids.append(row_id)
         texts.append(values.dumps(fields))
         out.append(DirectRow(row["key"], Link.trusted(row_id, space), ids, texts))
@@ -112,6 +135,31 @@ def direct_rows(
         order = {id(row): i for i, row in enumerate(rows)}
         rest.sort(key=lambda row: order[id(row)])
     return out, rest
+
+
+def _stored_preview_links(previews: list[Any], space: str) -> dict[str, list[Link]]:
+    """Row cell -> the links to its preview cells, as stored, for the rows whose previews
+    are a prior row's stored ones (one read of their row cells), when the stored row
+    links each preview's cell at no path in `space` (as the planner writes a row)."""
+    cells = [p.cell for p in previews if type(p) is StoredPreviews and p.space == space]
+    if not cells:
+        return {}
+    store = next(p.store for p in previews if type(p) is StoredPreviews and p.space == space)
+    out: dict[str, list[Link]] = {}
+    # the previews kept as their text: stored as short links (as a rule), read as their IDs
+    for cell, document in store.iter_many(space, cells, keep_fields=_PREVIEWS_FIELD):
+        value = document.value
+        links = value.get(PREVIEWS) if type(value) is dict else None
+        if type(links) is SameSpaceLinks:
+            out[cell] = _links(list(links), space)
+        elif type(links) is list:  # kept as fvj1 JSON: the links decoded
+            decoded = value_decoding.decode(links)
+            if all(type(x) is Link and not x.path and x.space == space for x in decoded):
+                out[cell] = decoded
+    return out
+
+
+_PREVIEWS_FIELD = frozenset({PREVIEWS})
 
 
 def _fields(row: Mapping[str, Any]) -> dict[str, Any] | None:

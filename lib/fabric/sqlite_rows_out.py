@@ -27,12 +27,12 @@ statement journal of its own (as it would a savepoint): the price, paid on that 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
-from itertools import accumulate
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import accumulate, islice
 
 from lib.fabric import stored_values
 from lib.fabric.cell_keys import in_key_order
-from lib.fabric.commit_rules import CommitPlan, RowWrite, Write
+from lib.fabric.commit_rules import CommitPlan, Row, RowWrite, Write, streamed_writes
 from lib.fabric.documents import Labels
 from lib.fabric.sqlite_labels import LabelRows
 from lib.fabric.sqlite_schema import INSERT_MANY, NUMBER_WIDTH
@@ -98,6 +98,17 @@ class RowsOut:
             ),
         )
 
+    def write_streamed(
+        self, statement: str, plan: CommitPlan, rows_of: Callable[[set[str]], Mapping[str, Row]]
+    ) -> None:
+        """Write the plan's streamed writes (Transaction.write_streamed) with `statement`,
+        STREAM_BATCH cells at a time: their rows read (`rows_of`), the rules applied
+        (commit_rules.streamed_writes), then written, so no more than a batch is held."""
+        for cells, labels in plan.streamed:
+            pairs = iter(cells)
+            while batch := list(islice(pairs, STREAM_BATCH)):
+                self.write(statement, streamed_writes(plan, batch, labels, rows_of({c for c, _ in batch})))
+
     def _label_ids(self, writes: list[RowWrite]) -> dict[int, int]:
         """Each write's labels id, by id() of its Labels object (inserted when new)."""
         # rows mostly share one Labels object: each object is hashed once, not each row
@@ -112,6 +123,7 @@ class RowsOut:
         return write.stored if write.stored is not None else stored_values.encode(write.text, self._space)
 
 
+STREAM_BATCH = 500  # streamed cells a batch: about what graph_commit.READ_BATCH reads at a time
 _KIND = {bytes: ord("b"), str: ord("t"), type(None): ord("n")}  # INSERT_MANY's kinds
 
 
@@ -147,7 +159,7 @@ def fresh_writes(plan: CommitPlan) -> list[RowWrite] | None:
     the rows a plan of whole-value writes alone writes when none of its cells has a
     row (resolve_commit's answer then: nothing read, no precondition, each cell's labels
     those given or the writer's own); None for any other plan."""
-    if not plan.expect_new or plan.reads or plan.require_absent or plan.require_hash:
+    if not plan.expect_new or plan.streamed or plan.reads or plan.require_absent or plan.require_hash:
         return None
     owned: Labels | None = None
     writes = []

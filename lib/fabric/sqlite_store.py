@@ -52,7 +52,7 @@ from lib.fabric.sqlite_connections import (
 from lib.fabric.sqlite_files import private_database_files
 from lib.fabric.sqlite_key_index import KeyIndex, KeyIndexAbsent, index_present
 from lib.fabric.sqlite_labels import LabelRows
-from lib.fabric.sqlite_rows_in import rows_of, text_loader
+from lib.fabric.sqlite_rows_in import rows_of, text_loader, texts_of
 from lib.fabric.sqlite_rows_out import RowExists, RowsOut, fresh_writes
 from lib.fabric.sqlite_schema import UPSERT
 from lib.fabric.store import Store
@@ -207,16 +207,10 @@ class SQLiteStore(Store):
             batch = unique[start : start + IN_BATCH]
             marks = ",".join("?" * len(batch))
             with self._connection() as conn:
-                rows = conn.execute(
-                    f"SELECT cell_id, seq, labels_id, value FROM documents "
-                    f"WHERE space_id = ? AND cell_id IN ({marks})",
-                    (space_id, *map(key, batch)),
-                ).fetchall()
-                found = {
-                    cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
-                    for stored_id, seq, labels_id, stored in rows
-                    if stored is not None
-                }
+                rows = conn.execute(f"SELECT cell_id, seq, labels_id, value FROM documents "
+                                    f"WHERE space_id = ? AND cell_id IN ({marks})", (space_id, *map(key, batch))).fetchall()
+                found = {cell(stored_id): (seq, self._labels.labels(conn, labels_id), stored)
+                         for stored_id, seq, labels_id, stored in rows if stored is not None}
             del rows
             for cell_id in batch:
                 row = found.pop(cell_id, None)
@@ -227,6 +221,12 @@ class SQLiteStore(Store):
                     else:
                         value = value_decoding.loads(stored_values.decode(stored, space))
                     yield cell_id, Document(value, labels, seq)
+
+    def read_texts(self, space: str, cell_ids: Iterable[str]) -> dict[str, str]:
+        with self._connection() as conn:  # the stored texts decoded to fvj1, no value made
+            self._key_index.end(conn)
+            space_id = self._space_id(conn, space)
+            return {} if space_id is None else texts_of(conn, space_id, space, cell_ids)
 
     def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         # one query per batch of IDs, reading no value
@@ -278,10 +278,8 @@ class SQLiteStore(Store):
             space_id = self._space_id(conn, space)
             if space_id is None:
                 return []
-            rows = conn.execute(
-                "SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ?",
-                (space_id, seq),
-            ).fetchall()
+            rows = conn.execute("SELECT cell_id, seq FROM documents WHERE space_id = ? AND seq > ?",
+                                (space_id, seq)).fetchall()
         # ordered here: stored IDs (cell_keys.py) do not sort as the IDs they hold
         return sorted(((cell(stored_id), row_seq) for stored_id, row_seq in rows), key=_by_seq_then_id)
 
@@ -294,10 +292,7 @@ class SQLiteStore(Store):
                 row = conn.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
                 if row is None:
                     with write_transaction(conn):
-                        conn.execute(
-                            "INSERT OR IGNORE INTO meta (key, value) VALUES ('storeId', ?)",
-                            (uuid.uuid4().hex,),
-                        )
+                        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('storeId', ?)", (uuid.uuid4().hex,))
                     row = conn.execute("SELECT value FROM meta WHERE key = 'storeId'").fetchone()
             self._store_id = f"sqlite:{row[0]}"
         return self._store_id
@@ -321,6 +316,9 @@ class SQLiteStore(Store):
     def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
         return stored_values.encode_links(head, bodies, tail, space)
 
+    def streams_writes(self) -> bool:  # _commit_rows writes them a batch at a time (sqlite_rows_out.py)
+        return True
+
     def batch_commits_release_gil(self) -> bool:
         # the compression without the GIL, and new rows in one statement (sqlite_rows_out.py)
         return stored_values.ENCODES_WITHOUT_GIL
@@ -333,7 +331,7 @@ class SQLiteStore(Store):
         return self._key_index.deferred
 
     def _commit(self, plan: CommitPlan) -> int:
-        if not plan.ops:
+        if not plan.ops and not plan.streamed:
             return self._check(plan)
         fresh = fresh_writes(plan)
         if fresh is not None:
@@ -372,9 +370,10 @@ class SQLiteStore(Store):
                 else:
                     rows = rows_of(conn, self._labels, space_id, plan.cells())
                     writes = resolve_commit(plan, rows, text_loader(conn, space_id, plan.space))
-                    if not writes:
+                    if not writes and not plan.streamed:
                         return head
                     rows_out.write(UPSERT, writes)
+                    rows_out.write_streamed(UPSERT, plan, lambda cells: rows_of(conn, self._labels, space_id, cells))
                 conn.execute("UPDATE spaces SET head = ? WHERE id = ?", (head + 1, space_id))
         self._labels.committed(new_labels)
         return head + 1

@@ -138,6 +138,14 @@ class Transaction:
         self._open().ops[cell_id] = Write("", labels, stored)
         self._written_bytes += length
 
+    def write_streamed(self, cells: Iterable[tuple[str, str]], labels: Labels | None = None) -> None:
+        """Replace the whole value of each cell of `cells`, (cell ID, fvj1 text) pairs,
+        with `labels` as `write` takes them: pairs read only at commit (a batch at a time
+        by a backend that `streams_writes`), so the transaction never holds them all (the
+        index commit's changed rows: held_cells.py). `cells` is iterable again (a commit
+        may be attempted twice) and names no cell this transaction writes otherwise."""
+        self._open().streamed.append((cells, labels))
+
     @property
     def written_bytes(self) -> int:
         """Characters of value text buffered by `write` so far (a bound on what the
@@ -196,6 +204,11 @@ class Transaction:
         number (or its unchanged head when nothing was written)."""
         plan = self._open()
         self._closed = True
+        if plan.streamed and not self._store.streams_writes():  # buffered like `write`'s
+            for cells, labels in plan.streamed:
+                for cell_id, text in cells:
+                    plan.ops[cell_id] = Write(text, labels)
+            plan.streamed = []
         return self._store._commit(plan)
 
 
@@ -224,6 +237,11 @@ class Store(abc.ABC):
         particular order; not a snapshot: each batch of IDs is read on its own. A field
         of a value's top-level object named in `keep_fields` is left as its fvj1 JSON
         (value_decoding.decode_keeping: the prior index rows' previews)."""
+
+    def read_texts(self, space: str, cell_ids: Iterable[str]) -> dict[str, str]:
+        """The fvj1 text of each cell that holds a value, by ID, for comparing many cells
+        with texts (held_cells.py). This default decodes and writes each value again."""
+        return {cell_id: values.dumps(document.value) for cell_id, document in self.iter_many(space, cell_ids)}
 
     def existing(self, space: str, cell_ids: Iterable[str], *, roots: bool = False) -> set[str]:
         """Which of the cells hold a value (not absent, not deleted). Backends may answer
@@ -260,6 +278,12 @@ class Store(abc.ABC):
         comma-joined, then `tail`, made without that text (`Transaction.write_stored`
         writes it). None (this default) when the backend keeps texts as they are."""
         return None
+
+    def streams_writes(self) -> bool:
+        """Whether `_commit` reads a plan's streamed writes (`Transaction.write_streamed`)
+        a batch at a time itself; False (this default): the transaction buffers them as
+        writes before `_commit`."""
+        return False
 
     def batch_commits_release_gil(self) -> bool:
         """Whether a graph batch's commit does its bulk without the GIL: `stored_forms`,

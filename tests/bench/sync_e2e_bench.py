@@ -12,6 +12,8 @@ noisy, so only figures taken together are compared):
   user's machine moves it: the fingerprint differs, the listing does not, so nothing is
   read; goal 3's "otherwise ≤ 1.2x"), and an idle `agentctl sync` on the unchanged home,
   which does not start Codex at all;
+- a resync after every session went stale (a sync whose codexBin cannot start, then one
+  with the real one, which changes every row the index links), once a corpus;
 - agentsview's `sync` (first and idle) on the same home, when `pip install agentsview`
   works into a venv under the bench's temporary directory (otherwise the table says so).
 
@@ -128,6 +130,26 @@ class Home:
         info = rollout.stat()
         os.utime(rollout, ns=(info.st_atime_ns, info.st_mtime_ns))
 
+    def stale_resync(self) -> dict[str, Any]:
+        """A sync with a codexBin that cannot start, then one with the real one: that
+        second sync's figures, with the first's time and peak."""
+        good = self.config.read_text()
+        self.config.write_text(good.replace(f'codexBin = "{NATIVE_CODEX}"', 'codexBin = "/nonexistent/codex"'))
+        out = self.root / "broken-out.jsonl"
+        start = clock()
+        try:
+            broken = run_child("tests.bench.startup_bench", "agentctl_task", ["sync", "--json"], self.env(), str(out))
+        finally:
+            self.config.write_text(good)
+        broken_seconds = clock() - start
+        if broken["code"] == 0:
+            raise RuntimeError("agentctl sync with a codexBin that cannot start exited 0")
+        out.unlink(missing_ok=True)
+        self.settle()
+        resync = self.sync()
+        resync["brokenSeconds"], resync["brokenPeakRssBytes"] = broken_seconds, broken["peakRssBytes"]
+        return resync
+
     def settle(self) -> None:
         """Wait out the unsure window after the last change to the home."""
         newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in self.codex_home.rglob("*") if p.is_file())
@@ -203,6 +225,9 @@ def measure(corpus: RolloutCorpus, root: Path, agentsview: AgentsView | None) ->
         listings.append(home.sync())
     figures["bareLists"], figures["bareListsOneCpu"], figures["idleListings"] = bare_lists, bare_lists_one_cpu, listings
     figures["idleUnchanged"] = [home.idle_unchanged() for _ in range(rounds)]
+    print("  a sync with a codexBin that cannot start (every session stale), then a resync ...",
+          file=sys.stderr, flush=True)
+    figures["staleResync"] = home.stale_resync()  # once a corpus: it reads every session again
     if agentsview is not None and agentsview.program is not None:
         print("  agentsview sync, first and idle ...", file=sys.stderr, flush=True)
         data = root / "agentsview-data"
@@ -271,7 +296,7 @@ def _ratios(ours: list[dict[str, Any]], floors: list[float]) -> tuple[float, str
 
 
 def _report(report: Any, results: list[dict[str, Any]]) -> None:
-    first_rows, idle_rows, peer_rows = [], [], []
+    first_rows, idle_rows, peer_rows, stale_rows = [], [], [], []
     for r in results:
         first, bare = _summary(r["firsts"]), statistics.median(r["bareListReads"])
         ratio, ratios = _ratios(r["firsts"], r["bareListReads"])
@@ -292,6 +317,13 @@ def _report(report: Any, results: list[dict[str, Any]]) -> None:
         for name, run in (("first", first), ("idle listing", listing)):
             report.check(f"{name} sync peak RSS ≤ 3x the largest session + 100 MB ({r['corpus']})",
                          run["peakRssBytes"] <= bound, f"{_mb(run['peakRssBytes'])} MB against {_mb(bound)} MB")
+        resync = r["staleResync"]
+        stale_rows.append([r["corpus"], f"{resync['brokenSeconds']:.2f}", _mb(resync["brokenPeakRssBytes"]),
+                           f"{resync['seconds']:.2f}", _mb(resync["peakRssBytes"]), f"{first['seconds']:.2f}",
+                           _mb(first["peakRssBytes"]), f"{bare:.2f}", _mb(bound)])
+        report.check(f"resync after every session went stale: peak RSS ≤ 3x the largest session + 100 MB "
+                     f"({r['corpus']})", resync["peakRssBytes"] <= bound,
+                     f"{_mb(resync['peakRssBytes'])} MB against {_mb(bound)} MB (first sync {_mb(first['peakRssBytes'])})")
         listing_ratio, listing_ratios = _ratios(r["idleListings"], r["bareLists"])
         idle_rows.append([r["corpus"], f"{statistics.median(r['bareLists']):.2f}", f"{listing['seconds']:.2f}",
                           f"{listing_ratio:.2f}", listing_ratios, f"{LISTING_RATIO_GOAL}",
@@ -337,6 +369,11 @@ def _report(report: Any, results: list[dict[str, Any]]) -> None:
                  ["corpus", "bare list s", "listing idle s", "ratio", "each round", "goal", "bare on one CPU s",
                   "ratio to it", "peak RSS MB",
                   "unchanged idle s", "codex not started", "attempts", "peak RSS MB"], idle_rows)
+    report.table("agentctl sync end to end, resync after every session went stale (a sync with a codexBin that "
+                 "cannot start, then one with the real one, which changes every row the index links; once a corpus), "
+                 "beside the first sync and the bare list+read loop (medians)",
+                 ["corpus", "broken sync s", "its peak MB", "resync s", "resync peak RSS MB", "first sync s",
+                  "first peak MB", "bare list+read s", "peak goal MB"], stale_rows)
     if peer_rows:
         report.table(f"agentsview ({AGENTSVIEW}) on the same homes, same run (idle: median of the rounds)",
                      ["corpus", "first s", "peak RSS MB", "db / rollouts", "idle s", "idle peak MB",

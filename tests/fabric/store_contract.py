@@ -378,6 +378,38 @@ class StoreContract(StoreLockContract):
         put(store, A, "from its handler", writer=HANDLER)
         assert value_of(store, A) == "from its handler"
 
+    def test_streamed_writes_commit_with_the_buffered_ones_and_are_read_again_on_a_second_attempt(self, store):
+        cells = [(cell_id(f"contract/streamed/{i}"), f'{{"n":{i}}}') for i in range(1234)]
+        put(store, C, "before")
+        with store.transaction(SPACE, ME) as tx:
+            tx.write(A, "buffered")
+            tx.write_streamed(cells, Labels((ME,), (ME, HANDLER)))
+            tx.write_streamed([(C, '"streamed over"')])  # an existing cell keeps its labels
+            seq = tx.commit()
+        assert value_of(store, A) == "buffered" and value_of(store, C) == "streamed over"
+        assert store.read_texts(SPACE, [A, C, B]) == {A: '"buffered"', C: '"streamed over"'}
+        documents = store.read_many(SPACE, [cell for cell, _ in cells])
+        assert [documents[cell].value for cell, _ in cells] == [{"n": i} for i in range(1234)]
+        assert {documents[cell].seq for cell, _ in cells} == {seq}
+        assert documents[cells[0][0]].labels == Labels((ME,), (ME, HANDLER))
+        assert store.read(SPACE, C).labels == Labels.owned_by(ME)
+
+    def test_streamed_writes_are_checked_like_buffered_ones_and_a_failure_writes_none(self, store):
+        cells = [(cell_id(f"contract/streamed/{i}"), f"{i}") for i in range(1200)]
+        put(store, A, "queue", labels=Labels((ME,), (HANDLER,)))
+        with store.transaction(SPACE, ME) as tx:
+            tx.write_streamed([*cells, (A, '"forged"')])  # the denied cell in a later batch
+            with pytest.raises(WriteDenied):
+                tx.commit()
+        assert value_of(store, A) == "queue" and not store.read_many(SPACE, [cell for cell, _ in cells])
+        with store.transaction(SPACE, ME) as tx:
+            tx.observe(B)
+            put(store, B, "moved")
+            tx.write_streamed(cells)
+            with pytest.raises(ConflictError):
+                tx.commit()
+        assert not store.read_many(SPACE, [cell for cell, _ in cells])
+
     def test_a_deleted_cell_keeps_its_labels_so_only_its_writers_recreate_it(self, store):
         put(store, A, "receipt", labels=Labels((ME,), (HANDLER,)))
         with store.transaction(SPACE, HANDLER) as tx:

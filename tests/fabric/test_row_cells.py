@@ -167,27 +167,36 @@ def _documents(path: Path) -> dict[bytes, tuple[Any, Any]]:
             "select d.cell_id, l.json, d.value from documents d join labels l on l.id = d.labels_id")}
 
 
+def planned_and_direct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publications: Any
+) -> tuple[dict[bytes, tuple[Any, Any]], dict[bytes, tuple[Any, Any]]]:
+    """The stored documents after `publications(target)` into two stores of one identity:
+    every row through the general planner (as before row_cells.py), then as it is."""
+    for side in ("planned", "direct"):
+        (tmp_path / side).mkdir()
+        if side == "direct":
+            shutil.copy(tmp_path / "planned" / "identity", tmp_path / side / "identity")
+        with monkeypatch.context() as patch:
+            if side == "planned":
+                patch.setattr(index_store, "direct_rows", lambda rows, *_: ([], list(rows)))
+            publications(make_env(tmp_path / side).target())
+    planned, direct = (_documents(tmp_path / side / "fabric.db") for side in ("planned", "direct"))
+    return planned, direct
+
+
 def test_publications_store_the_same_cells_with_and_without_rows_assembled_directly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(index_store, "ROW_BATCH", 3)
-    envs = {}
-    for side in ("planned", "direct"):
-        (tmp_path / side).mkdir()
-        if envs:
-            shutil.copy(tmp_path / "planned" / "identity", tmp_path / side / "identity")
-        envs[side] = make_env(tmp_path / side)
     names = [f"s{i}" for i in range(8)]
     first = [snapshot(n, messages=i + 1, text="x" * (40 * i)) for i, n in enumerate(names)]
     second = [snapshot(n, messages=3, text="changed") for n in names[:2]] + [snapshot("t0", messages=13)]
-    for side, env in envs.items():
-        with monkeypatch.context() as patch:
-            if side == "planned":  # every row through the general planner, as before
-                patch.setattr(index_store, "direct_rows", lambda rows, *_: ([], list(rows)))
-            target = env.target()
-            publish(target, descriptor(), first)
-            publish(target, descriptor(modes=["plan", "edit"]), [snapshot("m0")], listed=[*names, "m0"])
-            publish(target, descriptor(), second, listed=[*names, "t0"], preserve=True)
-    planned, direct = (_documents(tmp_path / side / "fabric.db") for side in envs)
+
+    def publications(target: Any) -> None:
+        publish(target, descriptor(), first)
+        publish(target, descriptor(modes=["plan", "edit"]), [snapshot("m0")], listed=[*names, "m0"])
+        publish(target, descriptor(), second, listed=[*names, "t0"], preserve=True)
+
+    planned, direct = planned_and_direct(tmp_path, monkeypatch, publications)
     assert len(planned) > 60
     assert planned == direct

@@ -217,3 +217,23 @@ def test_connections_of_threads_that_ended_are_closed(tmp_path, monkeypatch):
         # this thread's, and the last ended thread's (closed by the next one made)
         assert [is_open(conn) for conn in made] == [True] + [False] * 19 + [True]
     assert not any(is_open(conn) for conn in made)
+
+
+def test_streamed_writes_are_buffered_by_the_transaction_for_a_store_that_does_not_stream_them(
+    tmp_path, monkeypatch
+):
+    from lib.fabric.cell_id import cell_id
+    from lib.fabric.commit_rules import CommitPlan
+
+    seen: list[CommitPlan] = []
+    with SQLiteStore(tmp_path / "f.db") as store:
+        real = store._commit
+        monkeypatch.setattr(store, "streams_writes", lambda: False)
+        monkeypatch.setattr(store, "_commit", lambda plan: seen.append(plan) or real(plan))
+        cells = [(cell_id(f"streamed/{i}"), f"{i}") for i in range(3)]
+        with store.transaction(SPACE, ME) as tx:
+            tx.write_streamed(cells)
+            tx.commit()
+        (plan,) = seen
+        assert not plan.streamed and list(plan.ops) == [cell for cell, _ in cells]
+        assert [value_of(store, cell) for cell, _ in cells] == [0, 1, 2]
