@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from lib.drivers.jsonrpc_messages import parse_message
+
 BUDGET = 1 << 20  # answer bytes held ahead (about ten pages) before the chain waits
 _NOTHING = object()
 
@@ -43,6 +45,22 @@ class AskedPage:
         self.pending = pending  # a PendingCall
         self.context = context  # the driver's own (archived flag, owned threads)
         self.size = 0  # the answer's bytes, once answered
+
+
+class HeldBytes:
+    """A page's answer held ahead as its bytes as received, parsed again when taken (issue
+    14 goal 4: parsed, the up to `BUDGET` bytes held while the collection reads the prior
+    index were about five times as many bytes of small objects, 5.5 MB at 25,000 threads,
+    made by the reader thread among the prior's own)."""
+
+    __slots__ = ("raw", "size")
+
+    def __init__(self, raw: bytes, size: int) -> None:
+        self.raw, self.size = raw, size
+
+    def result_sized(self, signal: Any = None) -> tuple[Any, int]:
+        message = parse_message(self.raw)  # as the transport parsed it: the same answer
+        return (message or {}).get("result"), self.size
 
 
 class Answered:
@@ -189,12 +207,16 @@ class ListAhead:
             with self._cond:
                 if chain != self._chain:
                     return
+                following = self._follows(page, result)
                 if self._asked.get(page.cursor) is page:  # not taken yet: it counts until it is
                     page.size = size
                     self._holding.add(page)
                     self._held += size
                     self.most_held = max(self.most_held, len(self._holding))
-                following = self._follows(page, result)
+                    raw = page.pending.answer_bytes() if hasattr(page.pending, "answer_bytes") else None
+                    if raw is not None:  # held as its bytes: the parsed answer goes with its call
+                        page.pending = HeldBytes(raw, size)
+                del result
                 if following is None or following in self._seen:
                     return  # the last page, or a repeated cursor: the collection stops there
                 while self._held >= self.budget and chain == self._chain:
