@@ -87,7 +87,7 @@ class Publication:
         self._ordering = self.prior.ordering
         # new rows' previews, kept on disk until their cells are written (packed_previews.py)
         self._spill = PreviewSpill()
-        self._touches = intents.Touches(self._spill, self.prior.rows)  # tables, no object a session (touch_table.py)
+        self._touches = intents.Touches(self._spill, self.prior.rows)  # tables: no object a session (touch_table)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
@@ -311,7 +311,7 @@ class Publication:
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions, read=self.prior.rows)
-                rows, self._touches = resolved.rows, intents.Touches()  # resolved: not held through the index commit
+                rows, self._touches, self._verdicts = resolved.rows, intents.Touches(), {}  # resolved: freed, listed IDs too
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
                 live_roots = [root for status, root in rows.statuses() if status != "deleted" and root]  # no row made
