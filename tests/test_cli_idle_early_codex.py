@@ -26,6 +26,7 @@ import pytest
 from lib.drivers import codex_early
 from lib.drivers.codex_app_server import CodexAppServerDriver, _client_version
 from lib.drivers.codex_fingerprint import codex_inventory_fingerprint
+from lib.drivers.codex_list_ahead import HeldBytes
 from lib.pipeline.idle_early_start import SEQUENCE_NAME, start_changed_homes
 from lib.pipeline.idle_inputs import FILE_NAME, load_answer
 from tests.support.cli import AGENTCTL
@@ -240,6 +241,8 @@ def test_the_driver_takes_the_early_answers_when_the_run_lists_from_their_sequen
         try:
             assert driver.transport.pid == pid and world.starts() == starts, "the early child, adopted"
             assert driver.listing.asked_ahead >= 1, "its first pages came with it"
+            # held as the lines Codex sent, parsed when taken (session 29): the listing below is the same
+            assert type(driver.listing._asked[None].pending) is HeldBytes
             assert driver.source.provider_version, "the early `initialize` answer names Codex's version"
             early = listing(driver)
             notes = sorted(message.get("method") for message in driver.transport.retained_notifications())

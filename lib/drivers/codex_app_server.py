@@ -196,7 +196,7 @@ class CodexAppServerDriver(AgentDriver):
     def _ask_page(self, cursor: str | None) -> AskedPage:
         archived, params = list_params(cursor, self.page_size)
         owned = self._owned_threads()  # captured before the call, as for a read
-        pending = self._begin_call("thread/list", params)
+        pending = self._begin_call("thread/list", params, keep_bytes=True)  # held ahead as bytes (codex_list_ahead.py)
         return AskedPage(cursor, pending, (archived, owned))
 
     def read_session(self, native_session_id: str) -> NativeSessionSnapshot:
@@ -343,10 +343,11 @@ class CodexAppServerDriver(AgentDriver):
             return _closed(exc, method)
         return None
 
-    def _begin_call(self, method: str, params: dict[str, Any]) -> PendingCall:
+    def _begin_call(self, method: str, params: dict[str, Any], *, keep_bytes: bool = False) -> PendingCall:
         """A collection call sent (watched for stalls), its answer taken by `_answer_sized`."""
         try:
-            return self._transport.begin_request(method, params, stall_timeout=self.stall_timeout)
+            return self._transport.begin_request(method, params, stall_timeout=self.stall_timeout,
+                                                 keep_bytes=keep_bytes)
         except TransportClosed as exc:
             raise self._with_hint(exc) from None
 

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from lib.drivers.jsonrpc_messages import parse_message
+
 BUDGET = 1 << 20  # answer bytes held ahead (about ten pages) before the chain waits
 _NOTHING = object()
 
@@ -45,16 +47,21 @@ class AskedPage:
         self.size = 0  # the answer's bytes, once answered
 
 
-class Answered:
-    """A page's answer that is already here (a PendingCall's `result_sized`)."""
+class HeldBytes:
+    """A page's answer held ahead as its bytes as received (the early listing's pages, a
+    page the chain holds), parsed again when taken (issue 14 goal 4: parsed, the up to
+    `BUDGET` bytes held while the collection reads the prior index were about five times
+    as many bytes of small objects, 5.5 MB traced at 25,000 threads, made by another
+    thread among the prior's own)."""
 
-    __slots__ = ("answer", "size")
+    __slots__ = ("raw", "size")
 
-    def __init__(self, answer: Any, size: int) -> None:
-        self.answer, self.size = answer, size
+    def __init__(self, raw: bytes, size: int) -> None:
+        self.raw, self.size = raw, size
 
     def result_sized(self, signal: Any = None) -> tuple[Any, int]:
-        return self.answer, self.size
+        message = parse_message(self.raw)  # as the transport parsed it: the same answer
+        return (message or {}).get("result"), self.size
 
 
 def early_pages(pages: list[Any], page_size: int) -> list[AskedPage]:
@@ -67,7 +74,7 @@ def early_pages(pages: list[Any], page_size: int) -> list[AskedPage]:
     for page in pages:
         if list_params(page.cursor, page_size)[1] != page.params:
             break
-        asked.append(AskedPage(page.cursor, Answered(page.result, page.size), (page.params["archived"], set())))
+        asked.append(AskedPage(page.cursor, HeldBytes(page.raw, page.size), (page.params["archived"], set())))
     return asked
 
 
@@ -189,12 +196,16 @@ class ListAhead:
             with self._cond:
                 if chain != self._chain:
                     return
+                following = self._follows(page, result)
                 if self._asked.get(page.cursor) is page:  # not taken yet: it counts until it is
                     page.size = size
                     self._holding.add(page)
                     self._held += size
                     self.most_held = max(self.most_held, len(self._holding))
-                following = self._follows(page, result)
+                    raw = page.pending.answer_bytes() if hasattr(page.pending, "answer_bytes") else None
+                    if raw is not None:  # held as its bytes: the parsed answer goes with its call
+                        page.pending = HeldBytes(raw, size)
+                del result
                 if following is None or following in self._seen:
                     return  # the last page, or a repeated cursor: the collection stops there
                 while self._held >= self.budget and chain == self._chain:

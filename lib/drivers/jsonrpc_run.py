@@ -35,6 +35,8 @@ class Slot:
         self.error: DriverError | None = None
         self.sent = False
         self.size = 0  # the response's bytes as received (what a read-ahead budgets by)
+        self.keep_bytes = False  # keep the response's bytes as received (`raw`), for a caller that holds it
+        self.raw: bytes | None = None
 
     def resolve(self, value: Any = None, error: DriverError | None = None) -> None:
         if not self.done.is_set():
@@ -78,7 +80,7 @@ class Run:
         for slot in waiters:
             slot.resolve(error=failure)
 
-    def deliver_response(self, message: Message, size: int = 0) -> None:
+    def deliver_response(self, message: Message, size: int = 0, raw: bytes | None = None) -> None:
         """A response (`size` bytes as received) resolves its pending request; one nobody
         waits for is dropped."""
         with self.lock:
@@ -86,6 +88,8 @@ class Run:
         if slot is None:
             return  # an answer nobody waits for (its caller was cancelled)
         slot.size = size
+        if slot.keep_bytes:
+            slot.raw = raw
         error = message.get("error")
         if error is not None:
             if not isinstance(error, dict):

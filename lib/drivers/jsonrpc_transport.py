@@ -188,15 +188,17 @@ class JsonRpcTransport:
         return self.begin_request(method, params, signal=signal, stall_timeout=stall_timeout).result_sized(signal)
 
     def begin_request(self, method: str, params: Any = None, *, signal: CancelSignal | None = None,
-                      stall_timeout: float | None = None) -> PendingCall:
+                      stall_timeout: float | None = None, keep_bytes: bool = False) -> PendingCall:
         """Send a request and return at once; its `result()` blocks until the answer. The
         child may answer other requests meanwhile (Codex serves several at once, in any
         order), so a caller can ask for the next page of a listing while it works on this
         one. The stall clock starts now: silence from the child while nobody waits counts.
-        A request never waited for is dropped when its answer arrives."""
+        A request never waited for is dropped when its answer arrives. `keep_bytes`: its
+        answer's bytes as received are kept too (`answer_bytes`)."""
         run = self._current()
         watch = StallWatch(run.meter, stall_timeout) if stall_timeout is not None else None
         slot = Slot()
+        slot.keep_bytes = keep_bytes
         with run.lock:
             if run.failure is not None:
                 raise run.failure.again()
@@ -317,7 +319,7 @@ class JsonRpcTransport:
                 return
             assert message is not None
             if kind == "response":
-                run.deliver_response(message, len(raw))
+                run.deliver_response(message, len(raw), raw)
             elif kind == "request":
                 threading.Thread(target=self._answer, args=(run, message), daemon=True).start()
             else:
@@ -382,3 +384,7 @@ class PendingCall:
         """`result`, with the byte length of the answer as it arrived."""
         value = self.result(signal)
         return value, self._slot.size
+
+    def answer_bytes(self) -> bytes | None:
+        """The answer's bytes as received, when the request kept them (`keep_bytes`)."""
+        return self._slot.raw

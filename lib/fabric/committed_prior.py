@@ -4,8 +4,7 @@ only when first read (PriorIndex.ready)."""
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lib.fabric.graph_plan import PlannedGraph
@@ -13,7 +12,7 @@ from lib.fabric.ordering import OrderingState
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import StoredPreviews
 from lib.fabric.packed_rows import PackedRow, packed
-from lib.fabric.prior_table import PriorRows, TableRow
+from lib.fabric.row_list import RowList
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
 
@@ -30,8 +29,7 @@ def committed_prior(
     are made when first read (PriorIndex.ready): until then only the commit's own
     list of rows and its root's links (root_links.RootLinks: IDs) are kept."""
     sessions, links = complete["sessions"], graph.root.value["sessions"]
-    if type(sessions) is not CommittedRows:
-        sessions = CommittedRows(sessions)
+    sessions = CommittedRows.of(sessions)
 
     def make(prior: PriorIndex) -> None:
         prior.rows = {
@@ -52,32 +50,13 @@ def committed_prior(
     )
 
 
-class CommittedRows:
-    """A commit's rows in order, kept until they are made (PriorIndex.ready): a row of
-    the prior table (prior_table.py) as its place there, an int in one array, any other
-    as itself. At 25,000 rows the rows themselves (a TableRow and its place's int each,
-    about 3 MB) were held from the commit to the end of a one-shot sync, which never
-    reads them (issue 14 goal 4); the table is held either way (its rows refer to it)."""
-
-    __slots__ = ("_table", "_places", "_others")
-
-    def __init__(self, rows: list[Mapping[str, Any]]) -> None:
-        self._table: PriorRows | None = next((r._file for r in rows if type(r) is TableRow), None)  # type: ignore[union-attr]
-        table = self._table
-        # no table row (a first sync): the list itself; else each other row, in order
-        self._places = array("q", (row._at if table.owns(row) else -1 for row in rows)) if table is not None else None  # type: ignore[attr-defined]
-        self._others = rows if table is None else [row for row in rows if not table.owns(row)]
-
-    def __len__(self) -> int:
-        return len(self._others) if self._places is None else len(self._places)
-
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        if self._places is None:
-            yield from self._others
-            return
-        table, others = self._table, iter(self._others)
-        for place in self._places:
-            yield table.row(place) if place >= 0 else next(others)  # type: ignore[union-attr]
+# A commit's rows in order, kept until they are made (PriorIndex.ready): a row of the
+# prior table (prior_table.py) as its place there, an int in one array, any other as
+# itself. At 25,000 rows the rows themselves (a TableRow and its place's int each, about
+# 3 MB) were held from the commit to the end of a one-shot sync, which never reads them
+# (issue 14 goal 4); the table is held either way (its rows refer to it). The values'
+# own list when index_values made one (row_list.py).
+CommittedRows = RowList
 
 
 def _with_stored_previews(target: GraphTarget, row: PackedRow, link: Any) -> PackedRow:

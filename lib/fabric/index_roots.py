@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lib.fabric.graph_commit import READ_BATCH
 from lib.fabric.graph_plan import PlannedCell, PlannedGraph, plan_graph
 from lib.fabric.root_links import RootLinks
+from lib.fabric.row_list import table_cells
 from lib.fabric.same_rows import same_row
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -64,24 +65,17 @@ def plan_index_root(
     """Plan an index root whose rows are all planned already: its `sessions` are the
     rows' links (rows are keyed, so a row's cell does not depend on its siblings and the
     links are what the full plan would give), held as their cells' IDs (RootLinks): a row
-    of the prior `table` linked as it is by its place there (`table_cell`), any other by
+    of the prior `table` linked as it is by its place there (row_list.table_cells), any other by
     `links`. Its sources and checkouts are planned here."""
     planned = plan_graph(cause, {**value, "sessions": []}, array_scope)
     held = RootLinks(array_scope["spaceDid"])
-    for row in value["sessions"]:
-        cell = table_cell(table, row)
+    for cell, row in table_cells(value["sessions"], table):  # a table's row held as its place not made
         if cell is not None:
             held.add_id(cell)
         else:
-            held.add(links[row["key"]])
+            held.add(links[row["key"]])  # type: ignore[index]
     root = PlannedCell(planned.root.id, planned.root.cause, {**planned.root.value, "sessions": held})
     return PlannedGraph(planned.space, root, planned.children)
-
-
-def table_cell(table: PriorRows | None, row: Mapping[str, Any]) -> str | None:
-    """The cell ID of a row of the prior `table` itself (its place there, no look-up by
-    key), when its cell is a link into the space: such a row is linked as it is."""
-    return table.cell(row._at) if table is not None and table.owns(row) else None  # type: ignore[attr-defined]
 
 
 _PER_GENERATION = frozenset({"generation", "generatedAt"})

@@ -26,7 +26,6 @@ from lib.fabric.index_roots import (
     plan_index_root,
     root_digest,
     roots_unchanged,
-    table_cell,
 )
 from lib.fabric.ordering import OrderingState, ordering_cause, read_ordering
 from lib.fabric.packed_previews import FIELD as PREVIEWS
@@ -40,6 +39,7 @@ from lib.fabric.prior_rows import (
 )
 from lib.fabric.prior_table import PriorRows
 from lib.fabric.row_cells import direct_rows
+from lib.fabric.row_list import unlinked_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -249,17 +249,16 @@ def commit_indexes(
     table = prior.rows if type(prior.rows) is PriorRows else None
     links: dict[str, Link] = {}
     pending = []
-    for row in complete["sessions"]:
-        if table_cell(table, row) is None:
-            link = linked_as_is(prior.rows, prior.row_links, row)
-            if link is not None:
-                links[row["key"]] = link
-            else:
-                pending.append(row)
+    for row in unlinked_rows(complete["sessions"], table):  # a table's row held as its place made only here
+        link = linked_as_is(prior.rows, prior.row_links, row)
+        if link is not None:
+            links[row["key"]] = link
+        else:
+            pending.append(row)
     written = 0
     planning = {r["key"] for r in pending}
-    only_recent = [r for r in recent["sessions"]
-                   if table_cell(table, r) is None and r["key"] not in links and r["key"] not in planning]
+    only_recent = [r for r in unlinked_rows(recent["sessions"], table)
+                   if r["key"] not in links and r["key"] not in planning]
     del planning
     # the row cells the current roots link, made only when a row is not linked as it is
     # (a listing idle sync links every row as it is: 25,000 IDs were a 2 MB set)
@@ -315,7 +314,7 @@ def commit_indexes(
     del links, linked, pending  # as many entries as rows: not held through the final transaction
     # the values' rows (a TableRow and its place a row, when the caller holds no other
     # reference) kept as places until the committed prior is made (committed_prior.py)
-    kept = CommittedRows(complete["sessions"])
+    kept = CommittedRows.of(complete["sessions"])
     complete["sessions"], recent["sessions"] = kept, ()
     children: dict[str, PlannedCell] = {}  # the roots' own (sources, checkouts)
     for graph in graphs:

@@ -196,6 +196,16 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         row._file, row._at, row._previews = self, at, None
         return row
 
+    def status(self, at: int) -> Any:
+        """Row `at`'s status (None when it has none), without making the row."""
+        value = self._values[self._held[3 * at]]
+        return None if value is ABSENT else value
+
+    def worktree(self, at: int) -> Any:
+        """Row `at`'s gitWorktreeRoot (None when it has none), without making the row."""
+        value = self._values[self._held[3 * at + 2]]
+        return None if value is ABSENT else value
+
     def fields(self, at: int) -> dict[str, Any]:
         ref = self._refs[at]
         return decoded_block(self._blocks, ref) if ref >= 0 else decoded_block(None, self._large[-1 - ref])

@@ -42,6 +42,7 @@ from lib.fabric.publication_results import (
     PublicationSummary,
     PublishedOutcome,
 )
+from lib.fabric.resolved_rows import ResolvedRows
 from lib.fabric.same_rows import same_row
 from lib.fabric.session_graph import GraphTarget, write_session_graph
 from lib.fabric.source_status import SourceState
@@ -86,7 +87,7 @@ class Publication:
         self._ordering = self.prior.ordering
         # new rows' previews, kept on disk until their cells are written (packed_previews.py)
         self._spill = PreviewSpill()
-        self._touches = intents.Touches(self._spill)  # one table, no object a session (touch_table.py)
+        self._touches = intents.Touches(self._spill, self.prior.rows)  # tables: no object a session (touch_table)
         self._verdicts: dict[str, Verdict] = {}
         self._sources: dict[str, SourceState] = {}
         self._counts = {"written": 0, "unchanged": 0, "cells": 0}
@@ -310,21 +311,21 @@ class Publication:
                 prior = self.prior if current else indexes.read_prior(self._graphs, self._cells)
                 resolved = resolve(prior, self._touches, self._verdicts, preserve_untouched_status=self._preserve,
                                    deletions=self._deletions, read=self.prior.rows)
-                rows, self._touches = resolved.rows, intents.Touches()  # resolved: not held through the index commit
+                rows, self._touches, self._verdicts = resolved.rows, intents.Touches(), {}  # resolved: freed, listed IDs too
                 sources = {**{r["sourceId"]: r for r in prior.sources}, **resolved.source_rows}
                 generated_at = self._clock()
-                live_roots = [r["gitWorktreeRoot"] for r in rows.values() if idx.is_live(r) and r.get("gitWorktreeRoot")]
+                live_roots = [root for status, root in rows.statuses() if status != "deleted" and root]  # no row made
                 checkouts = self._checkouts.rows(live_roots=live_roots, prior=prior.checkouts, directories=self._directories)
                 ordering = prior.ordering.merged(resolved.recorded)
                 resolved.recorded.sessions.clear()  # merged: an entry a session, not held through the commit
-                statuses, live = KeyStatuses(rows), sum(1 for r in rows.values() if idx.is_live(r))
+                statuses, live = KeyStatuses(rows), sum(1 for status, _ in rows.statuses() if status != "deleted")
                 if self._preserve and index_unchanged(prior, rows, list(sources.values()), checkouts, generated_at):
                     cells = indexes.commit_ordering(self._graphs, self._cells, prior, ordering)  # no root built
                 else:
                     recent, complete, window = idx.index_values(
                         owner_did=self._graphs.owner, generated_at=generated_at, generation=prior.generation + 1,
-                        sessions=rows.values(), sources=sources.values(), checkouts=checkouts, known=prior.window)
-                    rows = resolved.rows = {}  # the values hold them: commit_indexes drops them
+                        sessions=rows, sources=sources.values(), checkouts=checkouts, known=prior.window)
+                    rows = resolved.rows = ResolvedRows()  # the values hold them: commit_indexes drops them
                     cells = indexes.commit_indexes(
                         self._graphs, self._cells, prior, recent, complete, ordering,
                         ordering_only_when_unchanged=self._preserve, window=window, early_rows=self._early)

@@ -27,6 +27,8 @@ from lib.fabric import session_index as idx
 from lib.fabric.index_store import PriorIndex
 from lib.fabric.ordering import OrderingState
 from lib.fabric.packed_rows import PackedRow, packed
+from lib.fabric.prior_table import PriorRows
+from lib.fabric.resolved_rows import ResolvedRows
 from lib.fabric.source_status import SourceState
 from lib.fabric.touch_table import Touch, Touches
 from lib.key_table import KeyTable
@@ -65,7 +67,8 @@ GUARD_DELETIONS = DeletionGuard()
 
 @dataclass
 class Resolution:
-    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # packed rows (packed_rows.py)
+    # packed rows (packed_rows.py); the prior table's own kept as their places (resolved_rows.py)
+    rows: ResolvedRows = field(default_factory=ResolvedRows)
     source_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     recorded: OrderingState = field(default_factory=OrderingState)
     status_changes: dict[str, str] = field(default_factory=dict)  # untouched rows only
@@ -84,17 +87,22 @@ def resolve(
     """`read`: the rows the publication read at its start, which its "prior" touches name
     (by default `prior`'s)."""
     ordering = prior.ordering
-    out = Resolution(recorded=ordering.recording())  # on the prior's keys (ordering_table.py)
+    table = prior.rows if type(prior.rows) is PriorRows else None
+    out = Resolution(rows=ResolvedRows(table), recorded=ordering.recording())  # on the prior's keys (ordering_table.py)
     read = prior.rows if read is None else read
     found = 0  # prior rows resolved so far
-    for key, touch in touches.items():
+    items: Any = touches.items()
+    if table is not None and read is table and type(touches) is Touches and touches.prior is table:
+        items = touches.unplaced()
+        found = _resolve_placed(table, touches, out)
+    for key, touch in items:
         fresh = prior.rows.get(key)
         # a "prior" touch's row is the one read at the start: the fresh one itself when
         # the publication's prior is current (a table row is made once, not twice)
         own = (fresh if read is prior.rows else read[key]) if touch.kind == "prior" else touch.row
         row = _touched_row(fresh, key, touch, own, ordering)
         if row is not None:
-            out.rows[key] = row
+            out.rows.put(key, row)
             found += fresh is not None
             if row is own and own is not None:
                 out.recorded.record_session(key, touch.sequence)
@@ -107,10 +115,31 @@ def resolve(
     # Rows of sources this publication did not collect in full (other sources, targeted
     # refreshes) stay as they are: only an inventory verdict changes them.
     if found + len(out.rows) - touched < len(prior.rows):  # the verdicts add prior rows only
-        for key in prior.rows:  # a row is made only when kept here (prior_table.py makes each when asked)
+        for at, key in enumerate(prior.rows):  # a row is made only when kept here (prior_table.py makes each when asked)
             if key not in out.rows:
-                out.rows[key] = _kept(prior.rows[key])
+                if table is not None:
+                    out.rows.keep(at)
+                else:
+                    out.rows.put(key, _kept(prior.rows[key]))
     return out
+
+
+def _resolve_placed(table: PriorRows, touches: Touches, out: Resolution) -> int:
+    """The touches held by their place in the prior `table` (the publication's prior is
+    current): a "prior" or "keep" touch's row is the table's own whichever rule decides
+    (`_touched_row` gives the fresh row or `own`, and both are it), so it is kept by its
+    place, no row made; a "prior" touch is recorded. Returns how many were resolved."""
+    found = 0
+    for at, touch in touches.placed():
+        if touch.kind == "partial":
+            key = table.key(at)
+            out.rows.put(key, packed(idx.with_status(table.row(at, key), "partial")))
+        else:
+            out.rows.keep(at)
+            if touch.kind == "prior":
+                out.recorded.record_session(table.key(at), touch.sequence)
+        found += 1
+    return found
 
 
 def _kept(row: Mapping[str, Any]) -> PackedRow:
@@ -165,22 +194,24 @@ def _judge_untouched(
             source.record_error({"stage": "list", "code": "suspect-deletions", "nativeSessionId": None,
                                  "message": out.suspect_sources[source.source_id]})
     ordering = prior.ordering
-    for key in prior.rows:  # a touched row is not made again (prior_table.py makes each when asked)
-        if key in touches:
+    placed = type(touches) is Touches and touches.prior is prior.rows  # a touch held by its place: no look-up by key
+    for at, key in enumerate(prior.rows):  # a touched row is not made again (prior_table.py makes each when asked)
+        if (placed and touches.placed_at(at)) or key in touches:  # type: ignore[attr-defined]
             continue
         row = prior.rows[key]
         if row["sourceId"] != source.source_id:
             continue
         if inventory_complete and row["nativeSessionId"] not in listed and ordering.may_delete(key, source.sequence):
-            out.rows[key] = packed(idx.deleted(row, verdict.observed_at))
+            made: Mapping[str, Any] = packed(idx.deleted(row, verdict.observed_at))
             if row.get("status") != "deleted":
                 out.recorded.record_session(key, source.sequence)
         elif ordering.keeps_newer(key, source.sequence):
-            out.rows[key] = _kept(row)  # a newer observation has it: keep it whole
+            made = _kept(row)  # a newer observation has it: keep it whole
         else:
-            out.rows[key] = packed(idx.untouched(row, preserve_status=preserve))
-        if out.rows[key]["status"] != row.get("status"):
-            out.status_changes[key] = out.rows[key]["status"]
+            made = packed(idx.untouched(row, preserve_status=preserve))
+        out.rows.put(key, made)
+        if made["status"] != row.get("status"):
+            out.status_changes[key] = made["status"]
     if inventory_complete:
         out.recorded.record_complete_source(source.source_id, source.sequence)
 

@@ -8,7 +8,7 @@ tested) on its own; `lib/fabric/publication.py` decides which rule applies when.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -221,7 +221,7 @@ def row_micros(row: Mapping[str, Any]) -> int:
     return (moment - _UNIX) // _MICROSECOND if moment is not None else NO_TIME
 
 
-def _order_seconds(micros: int) -> float:
+def order_seconds(micros: int) -> float:
     """What row_order sorts by, newest first: `moment.timestamp()` is this very division."""
     return (micros if micros != NO_TIME else _EPOCH_MICROS) / 10**6
 
@@ -266,38 +266,50 @@ def index_values(
     deleted rows. Both carry the same counts, sources and checkouts. A row that is the
     very object `known` (the prior commit's window) timed takes that time.
     """
-    rows, micros = _in_row_order(list(sessions), {} if known is None else known.times)
-    live = recent_count = 0
-    recent: list[Mapping[str, Any]] = []
+    times = {} if known is None else known.times
+    if getattr(sessions, "table", None) is not None:  # resolved_rows.ResolvedRows over the prior table
+        from lib.fabric.row_list import ordered_rows  # it reads this module's row order
+
+        rows, micros = ordered_rows(sessions, times)  # type: ignore[arg-type]
+        status = rows.status
+    else:
+        rows, micros = in_row_order(list(sessions.values() if isinstance(sessions, Mapping) else sessions), times)  # type: ignore[assignment]
+        status = lambda at: rows[at].get("status")  # noqa: E731
+    live = 0
+    picked: list[int] = []  # the recent rows' places in `rows`
     oldest = newest_older = None
     # recent: generated_at - moment <= RECENT_WINDOW, in whole microseconds (exact)
     since = (generated_at - _UNIX - RECENT_WINDOW) // _MICROSECOND
-    for r, moment in zip(rows, micros, strict=True):
-        if not is_live(r):
+    for at, moment in enumerate(micros):
+        if status(at) == "deleted":  # not is_live
             continue
         live += 1
         if moment == NO_TIME:  # neither recent nor older
             continue
         if moment >= since:
-            recent.append(r)
+            picked.append(at)
             oldest = moment if oldest is None or moment < oldest else oldest
         elif newest_older is None or moment > newest_older:
             newest_older = moment
-    recent_count = len(recent)
+    recent_count = len(picked)
+    recent: Any = rows.chosen(picked) if type(rows) is not list else [rows[at] for at in picked]
+    del picked
     # packed rows only (a plain row is copied into the value: it is never met again),
-    # and not for a large index, whose window would hold an entry a row between commits
+    # and not for a large index, whose window would hold an entry a row between commits;
+    # a row held as its table's place is not (a row made from it later is another object)
     window = RecentWindow(_at(oldest), _at(newest_older), {
-        r["key"]: (r, moment) for r, moment in zip(rows, micros, strict=True) if type(r) is not dict
+        r["key"]: (r, micros[at]) for at, r in _not_placed(rows) if type(r) is not dict
     } if len(rows) <= TIMES_KEPT else {})
     del micros
     source_rows = sorted(sources, key=lambda r: r["sourceId"])
     stamp = iso(generated_at)
 
-    def value(bucket: str, chosen: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def value(bucket: str, chosen: Any) -> dict[str, Any]:
         # a plain row is copied; a packed one (packed_rows.py) is read-only: kept itself
-        for at, r in enumerate(chosen):
+        listed = chosen if type(chosen) is list else chosen.others
+        for at, r in enumerate(listed):
             if type(r) is dict:
-                chosen[at] = dict(r)
+                listed[at] = dict(r)
         return {
             "schema": SESSION_INDEX_SCHEMA,
             "ownerDid": owner_did,
@@ -314,7 +326,7 @@ def index_values(
     return value("recent", recent), value("all", rows), window
 
 
-def _in_row_order(
+def in_row_order(
     rows: list[Mapping[str, Any]], times: Mapping[str, tuple[Any, int]]
 ) -> tuple[list[Mapping[str, Any]], array[int]]:
     """`rows` in row_order, and each one's row_micros (read once: a packed row reads it
@@ -326,9 +338,16 @@ def _in_row_order(
         known = times.get(r["key"])
         micros[at] = known[1] if known is not None and known[0] is r else row_micros(r)
     # reverse keeps a stable sort's order among equal times: by key
-    order = sorted(range(len(rows)), key=lambda at: _order_seconds(micros[at]), reverse=True)
+    order = sorted(range(len(rows)), key=lambda at: order_seconds(micros[at]), reverse=True)
     rows[:] = [rows[at] for at in order]
     return rows, array("q", map(micros.__getitem__, order))
+
+
+def _not_placed(rows: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """Each row of `rows` (a list, or a row_list.RowList's rows not held as places) and its index."""
+    if type(rows) is list:
+        return enumerate(rows)
+    return ((at, rows.others[-1 - place]) for at, place in enumerate(rows.places) if place < 0)
 
 
 def _key(row: Mapping[str, Any]) -> Any:

@@ -14,10 +14,12 @@ made when the commit reads them; a touch of another kind is one object a kind an
 source, as it was.
 
 A touch of another kind ("prior", "partial", "keep": one `Touch` a kind and a source)
-of a key with no entry is kept in a dict, as before: a listing idle sync's 25,000
-retained sessions cost a dict entry each, not a table entry (2 us a touch in Python).
-It is a Mapping of Touch by key with a dict's semantics (a key's last touch), its keys
-in the order of their entries, then of the others (no rule depends on it: `resolve`'s
+of a key with no entry is held by the key's place in the prior table (`prior`, the rows
+the publication read at its start), a byte and an index a prior row: a listing idle
+sync's 25,000 retained sessions held a key string and a dict entry each until the commit
+(about 3.5 MB at 25,000, issue 14 goal 4, session 29). A key of neither table is kept in
+a dict, as before. It is a Mapping of Touch by key with a dict's semantics (a key's last touch), its keys
+in the order of their entries, then of the others, then the placed ones (no rule depends on it: `resolve`'s
 rows are ordered by the index's own order), so `resolve` reads it as it read the dict.
 """
 
@@ -55,9 +57,10 @@ class Touches(Mapping[str, Touch]):
     """A publication's touches by key (the module's docstring). `previews`: the
     publication's spill, whose stand-ins a held row keeps as their place."""
 
-    __slots__ = ("_table", "_kinds", "_source_of", "_sources", "_source_at", "_shared", "_others", "retouched")
+    __slots__ = ("_table", "_kinds", "_source_of", "_sources", "_source_at", "_shared", "_others", "retouched",
+                 "prior", "_placed", "_placed_source", "_placed_count")
 
-    def __init__(self, previews: PreviewSpill | None = None) -> None:
+    def __init__(self, previews: PreviewSpill | None = None, prior: Mapping[str, Any] | None = None) -> None:
         self._table = PriorRows(None, "", cells=False, previews=previews)
         self._table.duplicate()  # indexed from the start: each touch looks its key up
         self._kinds = bytearray()  # an entry's kind (_KINDS)
@@ -67,6 +70,11 @@ class Touches(Mapping[str, Touch]):
         self._shared: dict[tuple[Any, ...], Touch] = {}  # a touch of another kind, by (kind, source)
         self._others: dict[str, Touch] = {}  # touches of another kind whose key has no entry
         self.retouched = False  # whether a key was touched more than once
+        # touches of another kind of the prior table's keys, by the key's place there
+        self.prior = prior if type(prior) is PriorRows else None  # other rows (a cached prior's dict): by key
+        self._placed = bytearray(len(self.prior) if self.prior is not None else 0)  # 1 + the kind's index; 0: none
+        self._placed_source = array("I", [0]) * len(self._placed)  # its (source id, sequence), in `_sources`
+        self._placed_count = 0
 
     @property
     def blocks(self) -> BlockFile:
@@ -82,6 +90,15 @@ class Touches(Mapping[str, Touch]):
         if at is not None:
             self._note(at, _KINDS.index(touch.kind), touch.source_id, touch.sequence)
             return
+        at = self.prior.position(key) if self._placed else None
+        if at is not None:
+            if self._placed[at]:
+                self.retouched = True
+            else:
+                self._placed_count += 1
+            self._placed[at] = 1 + _KINDS.index(touch.kind)
+            self._placed_source[at] = self._source_index(touch.source_id, touch.sequence)
+            return
         self.retouched = self.retouched or key in self._others
         named = (touch.kind, touch.source_id, touch.sequence)
         self._others[key] = self._shared.get(named) or self._shared.setdefault(named, touch)
@@ -92,15 +109,23 @@ class Touches(Mapping[str, Touch]):
         assert row["key"] == key
         if self._others and self._others.pop(key, None) is not None:
             self.retouched = True
+        if self._placed_count and (placed := self.prior.position(key)) is not None and self._placed[placed]:  # type: ignore[union-attr]
+            self._placed[placed] = 0
+            self._placed_count -= 1
+            self.retouched = True
         at = self._table.put(row)
         self._note(at, _ROW, source_id, sequence)
         return self._table.made(at)
 
-    def _note(self, at: int, kind: int, source_id: str, sequence: int) -> None:
+    def _source_index(self, source_id: str, sequence: int) -> int:
         source = self._source_at.get((source_id, sequence))
         if source is None:
             source = self._source_at[(source_id, sequence)] = len(self._sources)
             self._sources.append((source_id, sequence))
+        return source
+
+    def _note(self, at: int, kind: int, source_id: str, sequence: int) -> None:
+        source = self._source_index(source_id, sequence)
         if at == len(self._kinds):
             self._kinds.append(kind)
             self._source_of.append(source)
@@ -112,32 +137,63 @@ class Touches(Mapping[str, Touch]):
         kind, source = self._kinds[at], self._source_of[at]
         if kind == _ROW:
             return Touch(*self._sources[source], "row", self._table.made(at))
+        return self._shared_touch(kind, source)
+
+    def _shared_touch(self, kind: int, source: int) -> Touch:
         named = (_KINDS[kind], *self._sources[source])
         shared = self._shared.get(named)
         if shared is None:
             shared = self._shared[named] = Touch(*self._sources[source], _KINDS[kind])
         return shared
 
+    def placed(self) -> Iterator[tuple[int, Touch]]:
+        """The touches held by their key's place in `prior`: (place, touch)."""
+        kinds, sources = self._placed, self._placed_source
+        if not self._placed_count:
+            return
+        for at, kind in enumerate(kinds):
+            if kind:
+                yield at, self._shared_touch(kind - 1, sources[at])
+
+    def placed_at(self, at: int) -> bool:
+        """Whether `prior`'s row `at` has a touch held by its place."""
+        return bool(self._placed) and self._placed[at] != 0
+
     def __getitem__(self, key: str) -> Touch:
         touch = self._others.get(key)
         if touch is not None:
             return touch
         at = self._table.position(key)
-        if at is None:
+        if at is not None:
+            return self._touch(at)
+        at = self.prior.position(key) if self._placed_count else None  # type: ignore[union-attr]
+        if at is None or not self._placed[at]:
             raise KeyError(key)
-        return self._touch(at)
+        return self._shared_touch(self._placed[at] - 1, self._placed_source[at])
 
     def __contains__(self, key: object) -> bool:
-        return key in self._others or self._table.position(key) is not None
+        if key in self._others or self._table.position(key) is not None:
+            return True
+        at = self.prior.position(key) if self._placed_count else None  # type: ignore[union-attr]
+        return at is not None and self._placed[at] != 0
 
     def __iter__(self) -> Iterator[str]:
-        return chain(self._table, self._others)
+        placed = (self.prior.key(at) for at, _ in self.placed())  # type: ignore[union-attr]
+        return chain(self._table, self._others, placed)
 
     def __len__(self) -> int:
-        return len(self._table) + len(self._others)
+        return len(self._table) + self._placed_count + len(self._others)
 
     def items(self) -> ItemsView[str, Touch]:
         return _Items(self)
+
+
+    def unplaced(self) -> Iterator[tuple[str, Touch]]:
+        """The touches not held by a place in `prior`, by key."""
+        for at in range(len(self._table)):
+            touch = self._touch(at)
+            yield (touch.row["key"] if touch.row is not None else self._table.key(at)), touch
+        yield from self._others.items()
 
 
 class _Items(ItemsView[str, Touch]):
@@ -145,7 +201,6 @@ class _Items(ItemsView[str, Touch]):
 
     def __iter__(self) -> Iterator[tuple[str, Touch]]:
         touches = self._mapping
-        for at in range(len(touches._table)):
-            touch = touches._touch(at)
-            yield (touch.row["key"] if touch.row is not None else touches._table.key(at)), touch
-        yield from touches._others.items()
+        yield from touches.unplaced()
+        for at, touch in touches.placed():
+            yield touches.prior.key(at), touch  # type: ignore[union-attr]

@@ -277,9 +277,7 @@ def published_record(outcome: dict[str, Any]) -> dict[str, Any]:
 
 
 def publication_record(summary: PublicationSummary) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for status in summary.statuses.values():
-        counts[status] = counts.get(status, 0) + 1
+    counts = summary.statuses.counts()  # no key made a row
     return {
         "record": "publication",
         "generation": summary.generation,

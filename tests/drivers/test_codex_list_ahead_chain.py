@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lib.drivers.codex_app_server import CodexAppServerDriver
+from lib.drivers.codex_list_ahead import HeldBytes
 from lib.reconcile import stream_source
 from lib.types import AgentSourceConfig
 from tests.support.codex_home import demo_threads, make_codex_home, many_threads
@@ -152,3 +153,18 @@ def test_a_page_that_fails_fails_where_it_is_taken_fake_failure(driver, monkeypa
     assert len([item for item in items if item.kind == "retained"]) == 4  # pages 1 and 2
     wait_until(chains_ended, "the chain ends at the failure")
     assert len(asked) == 3, "nothing is asked past the page that failed"
+
+
+def test_pages_held_ahead_are_kept_as_their_answers_bytes_and_give_the_same_listing(driver):
+    """Session 29 (issue 14 goal 4): a page answered while the collection does something
+    else is held as the bytes Codex sent (HeldBytes), not as parsed objects, and parsed
+    again when taken: the listing is the same."""
+    expected = page_by_page(driver)
+    stream = stream_source(driver, retain=lambda _summary: True)
+    first = next(stream)
+    wait_until(chains_ended, "the chain runs to the last page while nothing more is taken")
+    held = list(driver.listing._asked.values())
+    assert held and all(type(page.pending) is HeldBytes for page in held)
+    assert all(type(page.pending.raw) is bytes and len(page.pending.raw) == page.size for page in held)
+    rest = listed(stream)
+    assert [(first.summary.native_session_id, first.summary.title, first.summary.archived), *rest] == expected

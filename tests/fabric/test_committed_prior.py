@@ -71,6 +71,6 @@ def test_a_commit_over_a_prior_table_keeps_its_rows_as_places_until_they_are_rea
     committed = target.graphs.committed[target.cells.all]
     kept = committed.pending.__closure__  # make()'s cells: the kept rows and links
     rows = next(c.cell_contents for c in kept if type(c.cell_contents) is CommittedRows)
-    assert rows._table is not None and len(rows._others) == 1 and len(rows) == 6  # "a" was read again
+    assert rows.table is not None and len(rows.others) == 1 and len(rows) == 6  # "a" was read again
     assert not [r for r in gc.get_referents(rows) if isinstance(r, PackedRow)]
     _same(target)
