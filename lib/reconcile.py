@@ -51,8 +51,9 @@ class CollectionOutcome(WireModel):
     `complete` and `inventory_complete` stay False until the stream is exhausted.
     `listed_session_ids` holds every distinct listed id in listing order (read or
     retained): a publisher needs it to mark missing sessions deleted, and it is bounded
-    by LISTING_LIMIT. A `SourceStream` sets it once its walk ends (it keeps the ids as
-    one table meanwhile: `SourceStream._listed`).
+    by LISTING_LIMIT. A `SourceStream` keeps them as one table (`listed_ids`, a
+    `KeyTable`) that the list stage's outcome record carries as it is; `collect_source`
+    sets this list from it.
     """
 
     source_id: str
@@ -225,8 +226,10 @@ class SourceStream(Iterator[StreamItem]):
         self._listing_limit = listing_limit
         # every distinct listed id, in listing order, as one table (lib/key_table.py), not
         # a string, a set entry and a list slot an id while the sessions are read (issue 14
-        # goal 4: 25,000 of them in a first sync); the outcome's list once the walk ends
+        # goal 4: 25,000 of them in a first sync); `listed_ids` once the walk ends, which
+        # the list stage's outcome record carries as it is (lib/pipeline/listing.py)
         self._listed = KeyTable()
+        self.listed_ids = KeyTable()
         self._items = self._run()
 
     @property
@@ -250,8 +253,9 @@ class SourceStream(Iterator[StreamItem]):
         try:
             yield from self._walk()
         finally:  # ended, stopped or failed: the outcome lists what was listed
-            self.outcome.listed_session_ids = list(self._listed)
-            self._listed = KeyTable()
+            # as the table itself (`listed_ids`), not a list: a string an id, a list and a
+            # second table made of them were the listing idle sync's peak (issue 14 goal 4)
+            self.listed_ids, self._listed = self._listed, KeyTable()
 
     def _walk(self) -> Iterator[StreamItem]:
         requested: set[str] = set()
@@ -371,6 +375,7 @@ def collect_source(
     """Collect one source into memory. Errors are in the outcome, not raised."""
     stream = stream_source(driver, signal, retain, listing_limit=listing_limit)
     snapshots = [item.snapshot for item in stream if item.snapshot is not None]
+    stream.outcome.listed_session_ids = list(stream.listed_ids)  # collected in memory anyway
     return CollectedSource(
         source=stream.source.model_copy(deep=True),
         outcome=stream.outcome,

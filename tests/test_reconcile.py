@@ -396,5 +396,5 @@ def test_a_stream_that_keeps_no_retained_summaries_yields_them_and_lets_each_go_
     gc.collect()
     assert ids == ["a", "b", "c", "d"]
     assert stream.retained == []
-    assert stream.outcome.listed_session_ids == ["a", "b", "c", "d"] and stream.outcome.retained == 4
+    assert list(stream.listed_ids) == ["a", "b", "c", "d"] and stream.outcome.retained == 4
     assert all(ref() is None for ref in gone)  # nothing in the stream (or the driver's pages) holds them

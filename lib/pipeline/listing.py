@@ -35,5 +35,7 @@ def list_source(
         # the controls of sessions it no longer lists): the source record again.
         yield source_record(driver.source, observation_sequence, observation_origin)
     outcome = stream.outcome.to_wire()
-    outcome.update(retained=0, complete=False)
+    # the ids as the stream's own table, not a list: down the stages to the publication,
+    # which keeps them as one (sinks write them as the JSON list: records.json_pieces)
+    outcome.update(retained=0, complete=False, listedSessionIds=stream.listed_ids)
     yield {"record": "outcome", "stage": "list", **outcome}

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from lib.drivers.base import DriverError
 from lib.git_context import GitObservation
+from lib.key_table import KeyTable
 from lib.memory_release import release_after_large_session
 from lib.pipeline.driver_pool import DriverPool
 from lib.pipeline.read_ahead import ReadAhead
@@ -174,8 +175,11 @@ class ReadStage:
     def _joined_outcome(self, inventory: dict[str, Any]) -> dict[str, Any]:
         """The list stage's inventory outcome joined with this stage's reads."""
         source_id = normalize_source_id(str(inventory.get("sourceId", "")))
+        ids = inventory.get("listedSessionIds")
+        table = ids if isinstance(ids, KeyTable) else None  # the list stage's own: passed on as it is
         try:
-            listed = CollectionOutcome.model_validate({**inventory, "sourceId": source_id})
+            listed = CollectionOutcome.model_validate(
+                {**inventory, "sourceId": source_id, **({"listedSessionIds": []} if table is not None else {})})
         except ValidationError as exc:
             return error_record(self.stage, "bad-input", f"outcome record: {first_error(exc)}", source_id=source_id)
         outcome = self._reads(source_id).outcome
@@ -185,6 +189,8 @@ class ReadStage:
         self._concluded.add(source_id)
         outcome.conclude(listed.inventory_complete)
         record = outcome_record(outcome)
+        if table is not None:
+            record["listedSessionIds"] = table
         # the ids go on with the record (the publication keeps them as one table): the stage
         # holds none, a string an id, through the commit (issue 14 goal 4)
         outcome.listed_session_ids = []

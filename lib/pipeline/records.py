@@ -19,8 +19,10 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import IO, Any
 
+from lib.key_table import KeyTable
 from lib.prepare import PreparedSession
 from lib.reconcile import CollectionError
 from lib.types import NativeSessionSnapshot, SessionSummary, SourceDescriptor
@@ -165,11 +167,41 @@ def json_default(value: Any) -> Any:
         return value.to_json()
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, KeyTable):  # an outcome's listed ids, as a list (json_pieces streams them)
+        return list(value)
     return encode(value)
 
 
 def to_json_line(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=json_default) + "\n"
+
+
+_IDS_AT_ONCE = 1024  # a table's strings encoded at a time (json_pieces)
+
+
+def json_pieces(record: Any) -> Iterator[str]:
+    """`to_json_line(record)` in pieces, the same text: a record whose fields hold a
+    `KeyTable` (an outcome's `listedSessionIds` from the list stage) has that list
+    written a bounded run of strings at a time, never as one list and one text (25,000
+    ids were 3.7 MB at once, at a listing idle sync's peak: issue 14 goal 4)."""
+    if type(record) is not dict or not any(type(value) is KeyTable for value in record.values()):
+        yield to_json_line(record)
+        return
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default).encode
+    yield "{"
+    for at, (name, value) in enumerate(record.items()):
+        yield ("," if at else "") + encode(name) + ":"
+        if type(value) is not KeyTable:
+            yield encode(value)
+            continue
+        yield "["
+        strings = iter(value)
+        first = True
+        while run := list(islice(strings, _IDS_AT_ONCE)):
+            yield ("" if first else ",") + encode(run)[1:-1]
+            first = False
+        yield "]"
+    yield "}\n"
 
 
 class RecordSink:
@@ -207,7 +239,8 @@ class JsonLinesSink(RecordSink):
         elif isinstance(item, InputRecord) and item.text is not None:
             self.stream.write(item.text)
         else:
-            self.stream.write(to_json_line(data_of(item)))
+            for piece in json_pieces(data_of(item)):
+                self.stream.write(piece)
         self.stream.flush()
 
 

@@ -8,7 +8,7 @@ import json
 
 from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
-from lib.pipeline.records import SummaryItem, data_of, kind_of, summary_record, to_json_line
+from lib.pipeline.records import SummaryItem, data_of, json_pieces, kind_of, summary_record, to_json_line
 from tests.fabric.target_helpers import snapshot
 from tests.pipeline.test_read_ahead import RetainOnly, stage_over
 from tests.support.scripted_driver import ScriptedDriver
@@ -53,3 +53,42 @@ def test_models_and_records_read_and_retain_the_same_sessions_fake() -> None:
     assert [kind_of(i) for i in as_models] == [kind_of(i) for i in as_records]
     read = [i.snapshot.summary.native_session_id for i in as_models if kind_of(i) == "snapshot"]
     assert read == ["s1", "s3"]
+
+
+def test_the_listed_ids_go_from_the_listing_to_the_read_outcome_as_one_table_fake() -> None:
+    """Issue 14 goal 4: the list stage's outcome record carries the collection's own
+    table of listed ids (a KeyTable), and the read stage's outcome record the very same
+    table, not a list of a string an id (with a second table made of it by the
+    publication, 25,000 ids were the listing idle sync's peak); the records written to a
+    stream are the same text as with the list, and a stream's list still reads."""
+    from lib.key_table import KeyTable
+
+    driver = _driver()
+    listed = list(list_source(driver))
+    outcome = data_of(listed[-1])
+    table = outcome["listedSessionIds"]
+    assert type(table) is KeyTable and list(table) == ["s1", "s2", "s3"]
+    read = _run(_driver(), listed, RetainOnly("s2"))
+    joined = data_of([i for i in read if kind_of(i) == "outcome"][-1])
+    assert joined["listedSessionIds"] is table
+    as_list = {**joined, "listedSessionIds": list(table)}
+    assert "".join(json_pieces(joined)) == to_json_line(as_list) == to_json_line(joined)
+    from_stream = _run(_driver(), [json.loads(to_json_line(data_of(i))) for i in listed], RetainOnly("s2"))
+    assert data_of([i for i in from_stream if kind_of(i) == "outcome"][-1])["listedSessionIds"] == ["s1", "s2", "s3"]
+
+
+def test_a_record_holding_a_table_is_written_in_pieces_as_the_same_text() -> None:
+    """`json_pieces` writes a KeyTable field a run of strings at a time, and the text is
+    byte for byte `to_json_line`'s of the record with a list: field order, an empty
+    table, non-ASCII and escaped strings, a run boundary."""
+    from lib.key_table import KeyTable
+    from lib.pipeline import records
+
+    ids = [f"id-{n}" for n in range(records._IDS_AT_ONCE * 2 + 5)] + ["é\"\\\n", "\u2028"]
+    for strings in (ids, [], ["only"]):
+        record = {"record": "outcome", "listedSessionIds": KeyTable(strings), "errors": [{"code": "x"}], "n": 1.5}
+        expected = to_json_line({**record, "listedSessionIds": strings})
+        pieces = list(json_pieces(record))
+        assert "".join(pieces) == expected
+        assert max(len(piece) for piece in pieces) < records._IDS_AT_ONCE * 12 or not strings
+    assert list(json_pieces({"record": "x", "ids": ["a"]})) == [to_json_line({"record": "x", "ids": ["a"]})]
