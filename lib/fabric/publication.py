@@ -139,8 +139,7 @@ class Publication:
         if outcome is not None:
             for error in outcome.get("errors") or []:
                 source.record_error(error)
-            # one table to the commit (the list stage's own, or one made of a record's list)
-            if isinstance(listed := outcome.get("listedSessionIds"), list) and listed:
+            if isinstance(listed := outcome.get("listedSessionIds"), list) and listed:  # a table kept as it is
                 outcome = {**outcome, "listedSessionIds": KeyTable(listed)}
         self._verdicts[sid] = Verdict(source, outcome, self._now())
 

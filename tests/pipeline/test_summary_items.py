@@ -8,7 +8,14 @@ import json
 
 from lib.pipeline.listing import list_source
 from lib.pipeline.read_ahead import ReadAhead
-from lib.pipeline.records import SummaryItem, data_of, json_pieces, kind_of, summary_record, to_json_line
+from lib.pipeline.records import (
+    SummaryItem,
+    data_of,
+    json_pieces,
+    kind_of,
+    summary_record,
+    to_json_line,
+)
 from tests.fabric.target_helpers import snapshot
 from tests.pipeline.test_read_ahead import RetainOnly, stage_over
 from tests.support.scripted_driver import ScriptedDriver
