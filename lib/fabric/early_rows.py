@@ -32,7 +32,7 @@ missing cell either. Without the publish lock two rules keep it so:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from lib.fabric import index_store
@@ -188,7 +188,7 @@ class EarlyRows:
     def taken_all(self) -> None:
         """The commit has taken every row it will: what is noted of rows it did not take
         (a key touched again since) goes, not held through the roots' final transaction."""
-        self._noted = WrittenRows(RecordSpill())
+        self._noted = WrittenRows(())
         self._cells.clear()
 
     def _new_keys(self, direct: list[DirectRow]) -> bool:
@@ -214,16 +214,8 @@ class WrittenRows:
     -1) can never be taken: they are not kept.
     """
 
-    def __init__(self, records: RecordSpill) -> None:
-        size = 8
-        while size < 2 * len(records):
-            size *= 2
-        self._slots = array("i", [-1]) * size  # entry numbers by place (-1: empty, -2: taken)
-        self._places = array("q")
-        self._ids = bytearray()  # the cell IDs (ASCII), the n-th ending at `_id_ends[n]`
-        self._id_ends = array("Q")
-        self._seqs = array("q")
-        self._cells = array("I")
+    def __init__(self, records: Collection[tuple[str, str, int, int, int]]) -> None:
+        self._empty(len(records))
         for _key, cell, seq, cells, place in records:
             if place >= 0:
                 self._slots[self._slot(place)] = len(self._places)
@@ -233,6 +225,18 @@ class WrittenRows:
                 self._seqs.append(seq)
                 self._cells.append(cells)
         self._left = len(self._places)
+
+    def _empty(self, count: int) -> None:
+        """No entry, with slots for `count` (at most half of them filled)."""
+        size = 8
+        while size < 2 * count:
+            size *= 2
+        self._slots = array("i", [-1]) * size  # entry numbers by place (-1: empty, -2: taken)
+        self._places = array("q")
+        self._ids = bytearray()  # the cell IDs (ASCII), the n-th ending at `_id_ends[n]`
+        self._id_ends = array("Q")
+        self._seqs = array("q")
+        self._cells = array("I")
 
     def _slot(self, place: int) -> int:
         """The slot of `place`, or of the empty one where it would go."""
@@ -256,8 +260,7 @@ class WrittenRows:
         noted = (self._ids[start : self._id_ends[entry]].decode("ascii"), self._seqs[entry], self._cells[entry])
         self._left -= 1
         if not self._left:
-            self._slots, self._places, self._ids = array("i", [-1]) * 8, array("q"), bytearray()
-            self._id_ends, self._seqs, self._cells = array("Q"), array("q"), array("I")
+            self._empty(0)
         return noted
 
     def __len__(self) -> int:

@@ -139,7 +139,7 @@ class Publication:
         if outcome is not None:
             for error in outcome.get("errors") or []:
                 source.record_error(error)
-            if isinstance(listed := outcome.get("listedSessionIds"), list) and listed:  # a table kept as it is
+            if isinstance(listed := outcome.get("listedSessionIds"), list) and listed:  # (a table stays itself)
                 outcome = {**outcome, "listedSessionIds": KeyTable(listed)}
         self._verdicts[sid] = Verdict(source, outcome, self._now())
 

@@ -177,9 +177,11 @@ class ReadStage:
         source_id = normalize_source_id(str(inventory.get("sourceId", "")))
         ids = inventory.get("listedSessionIds")
         table = ids if isinstance(ids, KeyTable) else None  # the list stage's own: passed on as it is
+        fields = {**inventory, "sourceId": source_id}
+        if table is not None:
+            fields["listedSessionIds"] = []  # not validated into a list: the record gets the table
         try:
-            listed = CollectionOutcome.model_validate(
-                {**inventory, "sourceId": source_id, **({"listedSessionIds": []} if table is not None else {})})
+            listed = CollectionOutcome.model_validate(fields)
         except ValidationError as exc:
             return error_record(self.stage, "bad-input", f"outcome record: {first_error(exc)}", source_id=source_id)
         outcome = self._reads(source_id).outcome
