@@ -172,7 +172,12 @@ def untouched(row: Mapping[str, Any], *, preserve_status: bool) -> dict[str, Any
 
 
 def is_live(row: Mapping[str, Any]) -> bool:
-    return row.get("status") != "deleted"
+    return is_live_status(row.get("status"))
+
+
+def is_live_status(status: Any) -> bool:
+    """`is_live` of a row whose status is `status` (read without making the row)."""
+    return status != "deleted"
 
 
 # -- the recent window and row order -------------------------------------------------
@@ -281,7 +286,7 @@ def index_values(
     # recent: generated_at - moment <= RECENT_WINDOW, in whole microseconds (exact)
     since = (generated_at - _UNIX - RECENT_WINDOW) // _MICROSECOND
     for at, moment in enumerate(micros):
-        if status(at) == "deleted":  # not is_live
+        if not is_live_status(status(at)):
             continue
         live += 1
         if moment == NO_TIME:  # neither recent nor older
