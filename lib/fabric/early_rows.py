@@ -40,6 +40,7 @@ from lib.fabric.graph_batch import SealedWrite
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import spilled_bytes
 from lib.fabric.packed_rows import PackedRow
+from lib.fabric.prior_table import TableRow
 from lib.fabric.row_cells import DirectRow, direct_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
@@ -159,9 +160,8 @@ class EarlyRows:
             return
         by_key = {row["key"]: row for row in rows}
         for row in direct:
-            held = by_key[row.key]
-            place = held._at if isinstance(held, PackedRow) and held._file is self._blocks else -1
-            self._cells.add((row.key, row.link.id, seq, len(row.ids), place if type(place) is int else -1))
+            place = self._place(by_key[row.key])
+            self._cells.add((row.key, row.link.id, seq, len(row.ids), -1 if place is None else place))
         self._count += len(direct)
 
     def take(self, row: Mapping[str, Any], linked: set[str]) -> tuple[Link, int] | None:
@@ -172,18 +172,27 @@ class EarlyRows:
         if self._noted is None:
             self._noted = WrittenRows(self._cells)
             self._cells.clear()
-        if not isinstance(row, PackedRow) or row._file is not self._blocks:
+        place = self._place(row)
+        if place is None:
             return None  # not a row whose block is in the touches' file: none written here
         # the commit asks once a row: its entry goes now, and the table once empty or
         # once the commit has taken all (`taken_all`), not held through the roots' final
         # transaction (issue 14 goal 4)
-        noted = self._noted.pop(row._at)
+        noted = self._noted.pop(place)
         if noted is None:
             return None  # not the very row written here (its key touched again since)
         cell, seq, cells = noted
         if cell in linked or self._target.store._read_version(self._target.space, cell) != seq:
             return None
         return Link.trusted(cell, self._target.space), cells
+
+    def _place(self, row: Mapping[str, Any]) -> int | None:
+        """The place of `row`'s block in the touches' file, or None: a row made from the
+        touches (its block's place is its `_at`) or one of their table's rows kept by its
+        place (a first sync's, publication_resolve.py: the table knows its block)."""
+        if type(row) is TableRow and row._file.blocks is self._blocks:
+            return row._file.block_place(row._at)
+        return row._at if isinstance(row, PackedRow) and row._file is self._blocks else None
 
     def taken_all(self) -> None:
         """The commit has taken every row it will: what is noted of rows it did not take

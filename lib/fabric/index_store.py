@@ -11,14 +11,14 @@ machine sharing the store), and fails rather than overwrite what it did not see.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lib.errors import CodedError
 from lib.fabric.cell_id import all_session_index_cause, cell_id, recent_session_index_cause
 from lib.fabric.committed_prior import CommittedRows, committed_prior
-from lib.fabric.graph_plan import PlannedCell, plan_graph
+from lib.fabric.graph_plan import PlannedCell
 from lib.fabric.graph_read import read_graph_value
 from lib.fabric.index_root_write import stored_root, write_root
 from lib.fabric.index_roots import (
@@ -27,19 +27,17 @@ from lib.fabric.index_roots import (
     root_digest,
     roots_unchanged,
 )
+from lib.fabric.index_rows import RowLinker
 from lib.fabric.ordering import OrderingState, ordering_cause, read_ordering
 from lib.fabric.packed_previews import FIELD as PREVIEWS
-from lib.fabric.packed_previews import spilled_bytes, unpacked_row
+from lib.fabric.packed_previews import spilled_bytes
 from lib.fabric.prior_rows import (
     PRESERVED_LINK_FIELDS,
     RowLinks,
-    linked_as_is,
     read_root,
     read_rows,
 )
 from lib.fabric.prior_table import PriorRows
-from lib.fabric.row_cells import direct_rows
-from lib.fabric.row_list import unlinked_rows
 from lib.fabric.schemas import SESSION_INDEX_ARRAY_SCOPE, scope
 from lib.fabric.session_graph import GraphTarget
 from lib.fabric.values import Link
@@ -192,18 +190,22 @@ ROW_BATCH = 256  # index rows planned (and, when nothing links them yet, written
 GROUP_BYTES = 1 << 20
 
 
-def row_groups(rows: Sequence[Mapping[str, Any]]) -> Iterator[Sequence[Mapping[str, Any]]]:
+def row_groups(rows: Iterable[Mapping[str, Any]]) -> Iterator[list[Mapping[str, Any]]]:
     """`rows` in order, in groups of at most ROW_BATCH rows and, beyond a group's first
-    row, at most GROUP_BYTES of spilled previews (packed_previews.spilled_bytes)."""
-    start, size = 0, 0
-    for at, row in enumerate(rows):
+    row, at most GROUP_BYTES of spilled previews (packed_previews.spilled_bytes); a group
+    is taken from `rows` only as it is yielded (index_rows.py reads the values' rows one
+    at a time)."""
+    group: list[Mapping[str, Any]] = []
+    size = 0
+    for row in rows:
         held = spilled_bytes(row.get(PREVIEWS))
-        if at > start and (at - start >= ROW_BATCH or size + held > GROUP_BYTES):
-            yield rows[start:at]
-            start, size = at, 0
+        if group and (len(group) >= ROW_BATCH or size + held > GROUP_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(row)
         size += held
-    if start < len(rows):
-        yield rows[start:]
+    if group:
+        yield group
 
 
 def commit_indexes(
@@ -245,73 +247,19 @@ def commit_indexes(
     recent_cause = recent_session_index_cause(space, owner)
     all_cause = all_session_index_cause(space, owner)
     # a row of the prior table linked as it is is linked from its place there, by the
-    # roots themselves (index_roots.plan_index_root): no Link nor entry here a row
+    # roots themselves (index_roots.plan_index_root): no Link nor entry here a row; the
+    # others are read from the values one at a time and written a group at a time
     table = prior.rows if type(prior.rows) is PriorRows else None
-    links: dict[str, Link] = {}
-    pending = []
-    for row in unlinked_rows(complete["sessions"], table):  # a table's row held as its place made only here
-        link = linked_as_is(prior.rows, prior.row_links, row)
-        if link is not None:
-            links[row["key"]] = link
-        else:
-            pending.append(row)
-    written = 0
-    planning = {r["key"] for r in pending}
-    only_recent = [r for r in unlinked_rows(recent["sessions"], table)
-                   if r["key"] not in links and r["key"] not in planning]
-    del planning
-    # the row cells the current roots link, made only when a row is not linked as it is
-    # (a listing idle sync links every row as it is: 25,000 IDs were a 2 MB set)
-    linked: set[str] = {link.id for link in prior.row_links.values()} if pending or only_recent else set()
-    if early_rows and pending:
-        for row in pending:
-            taken = early_rows.take(row, linked)
-            if taken is not None:
-                links[row["key"]] = taken[0]
-                written += taken[1]
-        early_rows.taken_all()
-        pending = [r for r in pending if r["key"] not in links]
-    pending += only_recent
-    # cells of rows the current roots link, on disk until the final transaction
-    final = _held_cells() if pending else None
-    for group in row_groups(pending):
-        # rows of the usual shape assembled as texts (row_cells.py); a changed row's cells held
-        direct, rest = direct_rows(group, array_scope, frozenset())
-        for row in direct:
-            links[row.key] = row.link
-            if row.link.id in linked:
-                final.add_row(row)
-        direct = [row for row in direct if row.link.id not in linked]
-        early: list[PlannedCell] = []
-        if rest:
-            batch = [unpacked_row(r) for r in rest]
-            planned = plan_graph(all_cause, {"sessions": batch}, array_scope)
-            row_links = planned.root.value["sessions"]
-            for row, link in zip(batch, row_links, strict=True):
-                links[row["key"]] = link
-            for row_cell, cells_of_row in _by_row(planned.children, {link.id for link in row_links}):
-                if row_cell in linked:
-                    final.add_planned(cells_of_row)
-                else:
-                    early.extend(cells_of_row)
-            del planned, batch
-        if early or direct:
-            with target.store.transaction(space, target.writer) as tx:
-                tx.expect_new_cells()  # rows no root links: new to the index, as a rule
-                for child in early:
-                    tx.write(child.id, child.value, target.labels)
-                for row in direct:
-                    for cell, text in zip(row.ids, row.texts, strict=True):
-                        tx.write(cell, None, target.labels, text=text)
-                    written += len(row.ids)
-                tx.commit()
-            written += len(early)
-        del direct
+    own = getattr(complete["sessions"], "table", None)  # the values' own table (a first sync's touches)
+    linker = RowLinker(target, prior, early_rows, array_scope, all_cause, own if own is not table else None)
+    linker.link(complete["sessions"], recent["sessions"], table)
+    links, final, written = linker.links, linker.final, linker.written
+    del linker
     graphs = (
         plan_index_root(recent_cause, recent, array_scope, links, table),
         plan_index_root(all_cause, complete, array_scope, links, table),
     )
-    del links, linked, pending  # as many entries as rows: not held through the final transaction
+    del links  # as many entries as rows: not held through the final transaction
     # the values' rows (a TableRow and its place a row, when the caller holds no other
     # reference) kept as places until the committed prior is made (committed_prior.py)
     kept = CommittedRows.of(complete["sessions"])
@@ -379,21 +327,3 @@ def _ordering_only(
     kept_prior.window = window or prior.window  # the roots held the same recent rows
     target.committed[cells.all] = kept_prior
     return 1
-
-
-def _held_cells() -> Any:  # held_cells.HeldCells
-    from lib.fabric.held_cells import HeldCells  # imported by a commit that plans rows
-
-    return HeldCells()
-
-
-def _by_row(children: Sequence[PlannedCell], row_ids: set[str]) -> Iterator[tuple[str, list[PlannedCell]]]:
-    """(row cell ID, the row's cells) in plan order: the planner puts a row's preview
-    cells right before the row cell itself."""
-    group: list[PlannedCell] = []
-    for child in children:
-        group.append(child)
-        if child.id in row_ids:
-            yield child.id, group
-            group = []
-    assert not group, "every planned cell belongs to a row"

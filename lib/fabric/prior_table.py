@@ -60,11 +60,20 @@ from lib.fabric.packed_rows import (
 from lib.fabric.values import Link
 from lib.key_table import KeyTable
 
-_ID_PREFIX = "of:fid1:"
-_ID_BODY = 43
-_NO_CELL = b"\x00" * _ID_BODY
+ID_PREFIX = "of:fid1:"  # a cell ID's prefix, and the length of what follows it (ASCII)
+ID_BODY = 43
+_NO_CELL = b"\x00" * ID_BODY
 _HAS_CELL, _STORED_PREVIEWS, _PREVIEW_CELLS, _SPILLED_PREVIEWS = 1, 2, 4, 8  # a row's flags
 _SPILLED = {PreviewCells: _PREVIEW_CELLS, SpilledPreviews: _SPILLED_PREVIEWS}
+
+
+def id_body(cell_id: str) -> bytes | None:
+    """A cell ID's ID_BODY bytes after ID_PREFIX (what a table keeps of it), or None when
+    it has another form."""
+    body = cell_id[len(ID_PREFIX):]
+    if cell_id.startswith(ID_PREFIX) and len(body) == ID_BODY and body.isascii():
+        return body.encode("ascii")
+    return None
 
 
 class PriorRows(KeyTable, Mapping[str, PackedRow]):
@@ -139,9 +148,9 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         flags = 0
         if self._with_cells and type(link) is Link and link.space == self._space and not link.path:
             flags |= _HAS_CELL
-            body = link.id[len(_ID_PREFIX):]
-            if link.id.startswith(_ID_PREFIX) and len(body) == _ID_BODY and body.isascii():
-                self._cells[_ID_BODY * at : _ID_BODY * (at + 1)] = body.encode("ascii")
+            body = id_body(link.id)
+            if body is not None:
+                self._cells[ID_BODY * at : ID_BODY * (at + 1)] = body
             else:
                 self._other[at] = link.id
         elif type(link) is Link:
@@ -210,6 +219,12 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         ref = self._refs[at]
         return decoded_block(self._blocks, ref) if ref >= 0 else decoded_block(None, self._large[-1 - ref])
 
+    def block_place(self, at: int) -> int | None:
+        """The place of row `at`'s block in the table's file (a row `made` from it has it
+        as its `_at`), or None when the block is too large for the file."""
+        ref = self._refs[at]
+        return ref if ref >= 0 else None
+
     def block(self, at: int) -> bytes:
         ref = self._refs[at]
         return block_bytes(self._blocks, ref) if ref >= 0 else self._large[-1 - ref]
@@ -230,7 +245,7 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         other = self._other.get(at)
         if other is not None:
             return other
-        return _ID_PREFIX + self._cells[_ID_BODY * at : _ID_BODY * (at + 1)].decode("ascii")
+        return ID_PREFIX + self._cells[ID_BODY * at : ID_BODY * (at + 1)].decode("ascii")
 
     def link(self, at: int) -> Link | None:
         """The root's link to row `at`'s cell, or None (a row held in the root itself)."""

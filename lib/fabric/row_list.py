@@ -1,7 +1,7 @@
 """An index value's rows in order, the prior table's own held as their places (issue 14 goal 4).
 
 A listing idle sync's index values are the prior table's rows, each as it is
-(resolved_rows.py). A list of them made a `TableRow` (88 B), its key's string and its
+(resolved_rows.py); a first sync's are its touches' table's (publication_resolve.py). A list of them made a `TableRow` (88 B), its key's string and its
 place's int a row, and ordering them a sort key a row: about 6 MB at 25,000 rows at the
 commit's peak (docs/store-size-and-speed.md, "Session 29: a listing idle sync flat").
 A `RowList` keeps a row of the prior table as its place there (8 bytes in one array)
@@ -49,7 +49,7 @@ class RowList:
                     else:
                         places[at], n = -1 - n, n + 1
         self.table = table
-        self.places = places  # None: no table row (a first sync): `others` in order
+        self.places = places  # None: no table row: `others` in order
         self.others = others if others is not None else []
 
     @staticmethod
@@ -124,9 +124,8 @@ def ordered_rows(rows: ResolvedRows, times: Mapping[str, tuple[Any, int]]) -> tu
     micros = array("q", [0]) * len(places)
     for n, place in enumerate(places):
         micros[n] = row_micros(table.fields(place))
-    if not _in_order(table, places, micros):
-        order = sorted(range(len(places)), key=lambda n: table.key(places[n]))  # a store written in another order
-        order.sort(key=lambda n: order_seconds(micros[n]), reverse=True)
+    if not _in_order(table, places, micros):  # a store written in another order, a first sync's touches
+        order = _row_order(table, places, micros)
         places, micros = array("q", map(places.__getitem__, order)), array("q", map(micros.__getitem__, order))
     others, other_micros = in_row_order(list(rows.others.values()), times)
     if not others:
@@ -143,6 +142,20 @@ def ordered_rows(rows: ResolvedRows, times: Mapping[str, tuple[Any, int]]) -> tu
             merged_micros.append(other_micros[j])
             j += 1
     return RowList(table=table, places=merged, others=others), merged_micros
+
+
+def _row_order(table: PriorRows, places: array, micros: array) -> list[int]:
+    """The indices of `places` in row_order: newest first (a stable sort keeps equal times
+    as they are), then each run of equal times by key, its keys made a run at a time
+    (not a key string a row at once: a first sync's 25,000)."""
+    order = sorted(range(len(places)), key=lambda n: order_seconds(micros[n]), reverse=True)
+    start = 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or order_seconds(micros[order[end]]) != order_seconds(micros[order[start]]):
+            if end - start > 1:
+                order[start:end] = sorted(order[start:end], key=lambda n: table.key(places[n]))
+            start = end
+    return order
 
 
 def _in_order(table: PriorRows, places: array, micros: array) -> bool:

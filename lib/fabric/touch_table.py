@@ -77,6 +77,18 @@ class Touches(Mapping[str, Touch]):
         self._placed_count = 0
 
     @property
+    def table(self) -> PriorRows:
+        """The table of the touches' entries (a "row" touch's row is its entry's row):
+        `resolve` keeps such a row by its place there (a first sync, publication_resolve.py)."""
+        return self._table
+
+    def entries(self) -> Iterator[tuple[int, Touch]]:
+        """(place in `table`, touch) of each entry, a "row" touch's row not made (None)."""
+        kinds, sources = self._kinds, self._source_of
+        for at in range(len(kinds)):
+            yield at, self._shared_touch(kinds[at], sources[at])
+
+    @property
     def blocks(self) -> BlockFile:
         """The file of the held rows' blocks: a row made from here keeps it, and its
         place there tells one held row from another (early_rows.py)."""
@@ -194,6 +206,10 @@ class Touches(Mapping[str, Touch]):
             touch = self._touch(at)
             yield (touch.row["key"] if touch.row is not None else self._table.key(at)), touch
         yield from self._others.items()
+
+    def others(self) -> ItemsView[str, Touch]:
+        """The touches of keys with no entry and no place in `prior`, by key."""
+        return self._others.items()
 
 
 class _Items(ItemsView[str, Touch]):

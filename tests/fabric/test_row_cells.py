@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import lib.fabric.index_rows as index_rows
 import lib.fabric.index_store as index_store
 import lib.fabric.row_cells as row_cells
 from lib.fabric import values
@@ -178,7 +179,7 @@ def planned_and_direct(
             shutil.copy(tmp_path / "planned" / "identity", tmp_path / side / "identity")
         with monkeypatch.context() as patch:
             if side == "planned":
-                patch.setattr(index_store, "direct_rows", lambda rows, *_: ([], list(rows)))
+                patch.setattr(index_rows, "direct_rows", lambda rows, *_: ([], list(rows)))
             publications(make_env(tmp_path / side).target())
     planned, direct = (_documents(tmp_path / side / "fabric.db") for side in ("planned", "direct"))
     return planned, direct
