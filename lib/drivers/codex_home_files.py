@@ -109,22 +109,25 @@ def _walk(directory: str, label: str) -> Iterator[tuple[str, os.stat_result | No
     the home undecidable; a missing tree counts as absent."""
     try:
         with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
+            # a name and its kind (from the directory itself, no stat) an entry: a
+            # DirEntry keeps the stat it was asked for, and a day's 1,300 rollouts held
+            # theirs until the directory was done (2.5 MB, issue 14 goal 4)
+            entries = sorted((entry.name, entry.is_dir(follow_symlinks=False), entry.is_symlink()) for entry in scan)
     except FileNotFoundError:
         yield f"{label}/", None
         return
     except NotADirectoryError:
         yield f"{label}/", _stat(directory)
         return
-    for entry in entries:
-        name = f"{label}/{entry.name}"
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(entry.path, name)
-        elif entry.is_symlink() and entry.is_dir():
+    for entry_name, is_dir, is_link in entries:
+        name, path = f"{label}/{entry_name}", os.path.join(directory, entry_name)
+        if is_dir:
+            yield from _walk(path, name)
+        elif is_link and os.path.isdir(path):
             raise Undecidable(name)
         else:
             try:
-                yield name, entry.stat()
+                yield name, os.stat(path)
             except FileNotFoundError:
                 yield name, None  # removed while walking: differs from before and after
 

@@ -143,3 +143,26 @@ def test_the_registry_takes_the_same_fingerprint_without_the_driver_and_none_for
     assert registry.inventory_fingerprint(config).digest == CodexAppServerDriver.inventory_fingerprint(config).digest
     claude = AgentSourceConfig(id="claude", driver="claude-agent-sdk")
     assert registry.inventory_fingerprint(claude) is None
+
+
+def test_the_walk_holds_no_stat_a_file_of_a_large_directory(tmp_path):
+    """A day of 2,000 rollouts: the walk keeps a name a file while it stats them one at a
+    time (a DirEntry kept the stat it was asked for until its directory was done: about
+    1.9 KB a file at once, issue 14 goal 4)."""
+    import tracemalloc
+
+    from lib.drivers.codex_home_files import home_digest
+
+    day = tmp_path / "home" / "sessions" / "2026" / "01" / "17"
+    day.mkdir(parents=True)
+    for n in range(2000):
+        (day / f"rollout-{n:05d}.jsonl").write_text("{}\n")
+    home_digest("/bin/true", str(tmp_path / "home"), str(tmp_path / "home"))  # imports and caches warmed
+    tracemalloc.start()
+    try:
+        digest = home_digest("/bin/true", str(tmp_path / "home"), str(tmp_path / "home"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert digest is not None and digest.files == 2001  # the program and the rollouts
+    assert peak < 400 * 2000, peak
