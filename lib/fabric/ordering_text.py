@@ -5,7 +5,8 @@ sessions). Decoded whole it was a dict of 25,000 first (a key string and an int 
 each), and written whole it was that dict again, encoded. Here:
 
 - `text_of` writes the text from the table in key order, each entry's bytes from the
-  key buffer (ordering_table.py), into one buffer: byte for byte what
+  key buffer (ordering_table.py), into one buffer (`text_pieces`: in pieces, for a
+  store that keeps it compressed as they come, index_store.py): byte for byte what
   `values.dumps(state.to_value(owner))` writes (orjson: a key's characters as they
   are, but `"`, `\\` and control characters escaped). A table whose text values.dumps
   would write another way (a key starting with "/" escapes the whole object, a lone
@@ -43,15 +44,29 @@ _STRING = re.compile('"' + _CHARS + '"')
 
 def text_of(state: OrderingState, owner_did: str) -> str:
     """`values.dumps(state.to_value(owner_did))`, written from the table."""
+    out = bytearray()
+    for piece in text_pieces(state, owner_did):
+        out += piece
+    return out.decode("utf-8")
+
+
+PIECE_BYTES = 1 << 16  # a piece of the text, at least (the last may be shorter)
+
+
+def text_pieces(state: OrderingState, owner_did: str) -> Iterator[bytes]:
+    """`text_of`'s UTF-8 in pieces of about PIECE_BYTES, made as they are taken (a
+    store keeps it compressed as they come: Store.stored_form_of_pieces)."""
     sessions = state.sessions
     keys = sessions.keys_table
     if not keys.plain or sessions.largest() > values._MAX_SAFE:
-        return values.dumps(state.to_value(owner_did))
+        yield values.dumps(state.to_value(owner_did)).encode("utf-8")
+        return
     frame = state.to_value(owner_did, sessions={})
     try:  # what values.dumps does, in parts (as row_cells.root_text does)
         head = orjson.dumps(values.encode(frame))
     except TypeError:  # orjson refused a part: values.dumps writes the whole another way
-        return values.dumps(state.to_value(owner_did))
+        yield values.dumps(state.to_value(owner_did)).encode("utf-8")
+        return
     cut = head.index(b'"' + SESSIONS.encode() + b'":{}') + len(_OPEN)
     out = bytearray(head[:cut])
     seq_at, piece, search = sessions.sequence_at, keys.piece, _ESCAPED.search
@@ -63,11 +78,13 @@ def text_of(state: OrderingState, owner_did: str) -> str:
             out += b"%b:%d," % (orjson.dumps(keys.key(at)), seq_at(at))
         else:
             out += entry % (text[start:end], seq_at(at))
+        if len(out) >= PIECE_BYTES:
+            yield out[:-1]  # its last comma goes with the next piece: the last entry has none
+            out = bytearray(b",")
     if out.endswith(b","):
         del out[-1]  # the last entry's comma
     out += head[cut:]
-    del head
-    return out.decode("utf-8")
+    yield out
 
 
 def read_entries(

@@ -13,15 +13,13 @@ used by two threads at once, and per-thread connections let reads run in
 parallel under WAL). `:memory:` is one database per connection, so an
 in-memory store has a single connection guarded by a lock instead.
 
-Values are stored as fvj1 JSON text (values.dumps), kept on disk as
-stored_values.py says (same-space links shortened, large texts compressed); labels
-as JSON, each distinct set once in the `labels` table (sqlite_schema.py). A deleted
-cell keeps its row, with a NULL value, so `changes_since` reports the delete
-and its labels still guard who may recreate it. A file of an older schema version is
-migrated when it is opened (sqlite_schema.migrate). Opening a connection (its
-pragmas), the schema check and naming a failure (busy or not) are sqlite_connections.py.
-A first sync into an empty file writes its rows without the key index and builds it
-once at the end (sqlite_key_index.py: who may, what is read meanwhile, crash repair).
+Values are stored as fvj1 JSON text (values.dumps), kept on disk as stored_values.py
+says (same-space links shortened, large texts compressed); labels as JSON, each distinct
+set once in the `labels` table (sqlite_schema.py). A deleted cell keeps its row, with a
+NULL value, so `changes_since` reports the delete and its labels still guard who may
+recreate it. An older schema is migrated when opened (sqlite_schema.migrate). Connections
+(pragmas), the schema check, failures: sqlite_connections.py. A first sync into an empty
+file writes rows without the key index, built at the end (sqlite_key_index.py).
 """
 
 from __future__ import annotations
@@ -315,6 +313,9 @@ class SQLiteStore(Store):
 
     def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
         return stored_values.encode_links(head, bodies, tail, space)
+
+    def stored_form_of_pieces(self, space: str, pieces: Iterable[bytes]) -> tuple[str | bytes, int] | None:
+        return stored_values.encode_pieces(pieces, space)
 
     def streams_writes(self) -> bool:  # _commit_rows writes them a batch at a time (sqlite_rows_out.py)
         return True

@@ -273,16 +273,19 @@ class Store(abc.ABC):
         return None
 
     def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
-        """What this backend keeps on disk for the fvj1 text `head`, then a link into
-        `space` at no path to the cell `of:fid1:` + each 43-byte ID body of `bodies`,
-        comma-joined, then `tail`, made without that text (`Transaction.write_stored`
-        writes it). None (this default) when the backend keeps texts as they are."""
+        """What this backend keeps on disk (for `Transaction.write_stored`) for the fvj1 text
+        `head`, links into `space` at no path to `of:fid1:` + each 43-byte ID body of
+        `bodies` (comma-joined), `tail`, that text never made. None (this default): none."""
+        return None
+
+    def stored_form_of_pieces(self, space: str, pieces: Iterable[bytes]) -> tuple[str | bytes, int] | None:
+        """(what this backend keeps, the text's length) of the fvj1 text whose UTF-8 is
+        `pieces` joined, made a piece at a time; None (this default): make the text."""
         return None
 
     def streams_writes(self) -> bool:
-        """Whether `_commit` reads a plan's streamed writes (`Transaction.write_streamed`)
-        a batch at a time itself; False (this default): the transaction buffers them as
-        writes before `_commit`."""
+        """Whether `_commit` reads a plan's streamed writes (`Transaction.write_streamed`) a
+        batch at a time itself; False (this default): the transaction buffers them first."""
         return False
 
     def batch_commits_release_gil(self) -> bool:

@@ -123,6 +123,31 @@ def encode_links(head: str, bodies: bytes, tail: str, space: str) -> str | bytes
     return raw.decode("utf-8")
 
 
+def encode_pieces(pieces: Iterable[bytes], space: str) -> tuple[bytes, int] | None:
+    """(`encode` of the fvj1 text whose UTF-8 is `pieces` joined, the text's length in
+    bytes) when that is its compressed form, compressed a piece at a time: the text is
+    never held whole (issue 14 goal 4: the ordering's 1.2 MB at 25,000 sessions, held as
+    a string and its UTF-8 at the commit's peak). None when `encode` would keep the text
+    itself (short, not compressible enough) or the text holds a link into `space` or the
+    marker (they would be rewritten): `encode` of the text then."""
+    head = _links(space).head.encode("utf-8")
+    compressor = isal_zlib.compressobj(COMPRESS_LEVEL)
+    packed: list[bytes] = []
+    length, tail = 0, b""
+    for piece in pieces:
+        seam = tail + piece[: len(head)]  # what spans the last piece and this one
+        if _MARKER_BYTE in piece or head in piece or head in seam:
+            return None
+        tail = (tail + bytes(piece[-len(head) :]))[-len(head) :]
+        length += len(piece)
+        packed.append(compressor.compress(piece))
+    packed.append(compressor.flush())
+    out = b"".join(packed)
+    if length < 4 * COMPRESS_AT or len(out) * 10 > length * 9:  # 4 bytes a character at most
+        return None
+    return out, length
+
+
 _BODY_BYTES = 43
 _LINK_BYTES = 1 + _BODY_BYTES + 1  # a short link and its comma
 _MARKER_BYTE = _MARKER.encode("ascii")
