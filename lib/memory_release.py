@@ -18,6 +18,15 @@ their stored forms, megabytes each) fit none of those freed chunks, so they came
 commit (index_store.commit_indexes), once the rows' objects are freed and before the
 final transaction writes the roots' texts (first27's trial: 112 → 108 MB at 25,000).
 Elsewhere than glibc (musl, macOS) releasing does nothing.
+
+A large allocation the heap cannot hold from its free space is mapped on its own, always
+(`map_large_allocations`, when a stage starts to run: lib/pipeline/runner.py). glibc maps
+one of 128 KiB or more by itself and unmaps it when freed, but raises that threshold to
+the size of each mapped block freed (up to 32 MiB): after one large read answer or index
+text, every later one grew the heap instead, which it left grown and scattered, and the
+sync's peak grew with the collection (issue 14 goal 4, session 30: a listing idle sync of 25,000 threads
+69.9 → 67.9 MB, a first sync 85-88 → 82.5 MB, for about 2% more CPU: each such block
+is mapped and faulted in anew).
 """
 
 from __future__ import annotations
@@ -26,10 +35,30 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["note_large_session", "release_after_large_session", "release_freed_memory"]
+__all__ = ["map_large_allocations", "note_large_session", "release_after_large_session", "release_freed_memory"]
 
 _pending = False
 _trim: Callable[[int], Any] | None | bool = False  # False: not looked up yet
+_mapping: bool | None = None  # None: not asked yet
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter (malloc.h)
+LARGE_BYTES = 128 * 1024  # glibc's own starting threshold, kept
+
+
+def map_large_allocations() -> bool:
+    """From now on, an allocation of LARGE_BYTES or more that the heap's free space cannot
+    hold is mapped on its own and unmapped when freed, never grows the heap (the module's
+    docstring). True where that holds (glibc)."""
+    global _mapping
+    if _mapping is None:
+        _mapping = False
+        if sys.platform.startswith("linux"):
+            import ctypes  # once a stage runs: not on every start-up
+
+            try:
+                _mapping = ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, LARGE_BYTES) == 1
+            except (AttributeError, OSError):
+                _mapping = False
+    return _mapping
 
 
 def note_large_session() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
+from lib.memory_release import map_large_allocations
 from lib.pipeline.records import Item, RecordSink
 
 Progress = Callable[[Iterable[Item], str], Iterable[Item]]
@@ -30,6 +31,7 @@ def run_stage(
 ) -> RecordSink:
     """Feed `inputs` through `stage` into `sink`, then the stage's final records; the
     stage is closed however the run ends (an unfinished publication commits nothing)."""
+    map_large_allocations()  # a large buffer never left in the heap (memory_release.py)
     try:
         items = progress(inputs, description or stage.stage) if progress is not None else inputs
         item = out = None
