@@ -21,7 +21,8 @@ from typing import Any
 from lib.fabric.graph_plan import PlannedCell, plan_graph
 from lib.fabric.packed_previews import unpacked_row
 from lib.fabric.prior_rows import linked_as_is
-from lib.fabric.prior_table import ID_BODY, ID_PREFIX, PriorRows, id_body
+from lib.fabric.prior_table import PriorRows
+from lib.fabric.root_links import ID_BODY, ID_PREFIX, id_body
 from lib.fabric.row_cells import direct_rows
 from lib.fabric.row_list import unlinked_rows
 from lib.fabric.session_graph import GraphTarget

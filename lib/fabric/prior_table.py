@@ -57,23 +57,13 @@ from lib.fabric.packed_rows import (
     held,
     pack_block,
 )
+from lib.fabric.root_links import ID_BODY, ID_PREFIX, id_body
 from lib.fabric.values import Link
 from lib.key_table import KeyTable
 
-ID_PREFIX = "of:fid1:"  # a cell ID's prefix, and the length of what follows it (ASCII)
-ID_BODY = 43
 _NO_CELL = b"\x00" * ID_BODY
 _HAS_CELL, _STORED_PREVIEWS, _PREVIEW_CELLS, _SPILLED_PREVIEWS = 1, 2, 4, 8  # a row's flags
 _SPILLED = {PreviewCells: _PREVIEW_CELLS, SpilledPreviews: _SPILLED_PREVIEWS}
-
-
-def id_body(cell_id: str) -> bytes | None:
-    """A cell ID's ID_BODY bytes after ID_PREFIX (what a table keeps of it), or None when
-    it has another form."""
-    body = cell_id[len(ID_PREFIX):]
-    if cell_id.startswith(ID_PREFIX) and len(body) == ID_BODY and body.isascii():
-        return body.encode("ascii")
-    return None
 
 
 class PriorRows(KeyTable, Mapping[str, PackedRow]):

@@ -24,6 +24,15 @@ ID_BODY = 43
 _NO_BODY = b"\x00" * ID_BODY
 
 
+def id_body(cell_id: str) -> bytes | None:
+    """A cell ID's ID_BODY bytes after ID_PREFIX (what a link is held as), or None when
+    it has another form."""
+    body = cell_id[len(ID_PREFIX):]
+    if cell_id.startswith(ID_PREFIX) and len(body) == ID_BODY and body.isascii():
+        return body.encode("ascii")
+    return None
+
+
 class RootLinks(Sequence[Link]):
     """The `sessions` of an index root as built (`add`, `add_id`), then read-only."""
 
@@ -37,9 +46,9 @@ class RootLinks(Sequence[Link]):
 
     def add_id(self, cell_id: str) -> None:
         """A link into this space at no path to `cell_id`."""
-        body = cell_id[len(ID_PREFIX):]
-        if cell_id.startswith(ID_PREFIX) and len(body) == ID_BODY and body.isascii():
-            self.bodies += body.encode("ascii")
+        body = id_body(cell_id)
+        if body is not None:
+            self.bodies += body
             self._count += 1
         else:
             self._add_other(Link.trusted(cell_id, self.space))
