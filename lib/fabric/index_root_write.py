@@ -34,7 +34,7 @@ def stored_root(store: Any, space: str, root: PlannedCell) -> tuple[str | bytes,
     if parts is None:
         return None
     head, tail = parts
-    stored = store.stored_form_of_links(space, head, links.bodies, tail)
+    stored = store.stored_form_of_links(space, head, links.runs(), tail, len(links))  # a run at a time
     return None if stored is None else (stored, _text_length(head, tail, len(links), space))
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from lib.fabric import value_decoding
 from lib.fabric.ordering_table import Buffers, SessionSequences
-from lib.fabric.ordering_text import read_entries, text_of
+from lib.fabric.ordering_text import read_entries, read_pieces, text_of
 
 ORDERING_CONNECTOR = "observation-ordering"
 ORDERING_SCHEMA = "agentctl.observation-ordering"
@@ -155,11 +155,18 @@ class OrderingState:
 def read_ordering(store: Any, space: str, cell: str, rows: Any) -> tuple[int, OrderingState]:
     """The ordering cell's version (0: none) and state; its sessions' keys that `rows` (a
     prior table, prior_table.PriorRows) holds are the table's (ordering_table.py)."""
-    read = store.read_text(space, cell)  # its text scanned: no dict of every session first
+    read = store.read_text(space, cell)  # its text scanned as it comes: no dict of every session first
     if read is None:
         return 0, OrderingState()
     key_buffers = getattr(rows, "key_buffers", None)
-    return read[0], OrderingState.from_text(read[1], key_buffers() if key_buffers is not None else None)
+    shared = key_buffers() if key_buffers is not None else None
+    entries = read_pieces(read[1], ORDERING_SCHEMA, shared)
+    if entries is not None:
+        return read[0], OrderingState.from_value(entries[1], sessions=entries[0])
+    whole = store.read_text(space, cell)  # another shape: decoded whole, as before
+    if whole is None:
+        return 0, OrderingState()
+    return whole[0], OrderingState.from_text("".join(whole[1]), shared)
 
 
 def _sorted(sequences: dict[str, int]) -> dict[str, int]:

@@ -8,10 +8,9 @@ opening an existing store only reads, and a commit that writes nothing is checke
 in a read transaction. A writer holding the write lock past the busy timeout
 surfaces as `StoreBusy`. Store locks are files beside the database (lock_files.py).
 
-Threads: each thread gets its own connection (sqlite3 connections must not be
-used by two threads at once, and per-thread connections let reads run in
-parallel under WAL). `:memory:` is one database per connection, so an
-in-memory store has a single connection guarded by a lock instead.
+Threads: each thread gets its own connection (sqlite3 connections must not be used by
+two threads at once, and per-thread connections let reads run in parallel under WAL).
+`:memory:` is one database per connection: its single connection is guarded by a lock.
 
 Values are stored as fvj1 JSON text (values.dumps), kept on disk as stored_values.py
 says (same-space links shortened, large texts compressed); labels as JSON, each distinct
@@ -169,14 +168,14 @@ class SQLiteStore(Store):
             labels = self._labels.labels(conn, labels_id)
         return seq, Document(value_decoding.loads(stored_values.decode(stored, space)), labels, seq)
 
-    def read_text(self, space: str, cell_id: str) -> tuple[int, str] | None:
+    def read_text(self, space: str, cell_id: str) -> tuple[int, Iterator[str]] | None:
         with self._connection() as conn:
             self._key_index.end(conn)
             space_id = self._space_id(conn, space)
             row = None if space_id is None else conn.execute(
                 "SELECT seq, value FROM documents WHERE space_id = ? AND cell_id = ?", (space_id, key(cell_id))
             ).fetchone()
-        return None if row is None or row[1] is None else (row[0], stored_values.decode(row[1], space))
+        return None if row is None or row[1] is None else (row[0], stored_values.decode_pieces(row[1], space))
 
     def _read_version(self, space: str, cell_id: str) -> int:
         with self._connection() as conn:
@@ -311,8 +310,9 @@ class SQLiteStore(Store):
     def stored_forms(self, space: str, texts: list[str]) -> list[str | bytes] | None:
         return stored_values.encode_many(texts, space)
 
-    def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
-        return stored_values.encode_links(head, bodies, tail, space)
+    def stored_form_of_links(self, space: str, head: str, bodies: bytes | Iterable[bytes], tail: str,
+                             count: int | None = None) -> str | bytes | None:
+        return stored_values.encode_links(head, bodies, tail, space, count)
 
     def stored_form_of_pieces(self, space: str, pieces: Iterable[bytes]) -> tuple[str | bytes, int] | None:
         return stored_values.encode_pieces(pieces, space)

@@ -218,12 +218,12 @@ class Store(abc.ABC):
     def read(self, space: str, cell_id: str) -> Document | None:
         return self._read_row(space, cell_id)[1]
 
-    def read_text(self, space: str, cell_id: str) -> tuple[int, str] | None:
-        """(version, fvj1 text) of a live cell, or None: for a reader that scans a large
-        value's text instead of decoding it whole (ordering.read_ordering). This default
-        decodes it and writes it again (values.dumps: the text as written)."""
+    def read_text(self, space: str, cell_id: str) -> tuple[int, Iterator[str]] | None:
+        """(version, fvj1 text in pieces) of a live cell, or None: for a reader that scans a
+        large value's text as it comes (ordering.read_ordering). This default decodes it
+        and writes it again (values.dumps: the text as written), one piece."""
         document = self.read(space, cell_id)
-        return None if document is None else (document.seq, values.dumps(document.value))
+        return None if document is None else (document.seq, iter((values.dumps(document.value),)))
 
     def read_many(self, space: str, cell_ids: Iterable[str]) -> dict[str, Document]:
         """Documents of the cells that exist, by ID (for many small cells)."""
@@ -272,10 +272,10 @@ class Store(abc.ABC):
         thread. None (this default) when the backend keeps the text as it is."""
         return None
 
-    def stored_form_of_links(self, space: str, head: str, bodies: bytes, tail: str) -> str | bytes | None:
-        """What this backend keeps on disk (for `Transaction.write_stored`) for the fvj1 text
-        `head`, links into `space` at no path to `of:fid1:` + each 43-byte ID body of
-        `bodies` (comma-joined), `tail`, that text never made. None (this default): none."""
+    def stored_form_of_links(self, space: str, head: str, bodies: Any, tail: str, count: int | None = None) -> Any:
+        """What this backend keeps (for `Transaction.write_stored`) for the fvj1 text `head`,
+        links into `space` at no path to `of:fid1:` + each 43-byte ID body of `bodies` (or
+        runs of `count` in all), comma-joined, `tail`, the text never made. None: none."""
         return None
 
     def stored_form_of_pieces(self, space: str, pieces: Iterable[bytes]) -> tuple[str | bytes, int] | None:

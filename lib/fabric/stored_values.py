@@ -26,6 +26,7 @@ holds no marker, and it is no BLOB.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -92,35 +93,65 @@ def _shortened(text: str, space: str) -> str:
     return text
 
 
-def encode_links(head: str, bodies: bytes, tail: str, space: str) -> str | bytes | None:
+def encode_links(
+    head: str, bodies: bytes | Iterable[bytes], tail: str, space: str, count: int | None = None
+) -> str | bytes | None:
     """`encode` of the text `head`, the links into `space` at no path to `of:fid1:` + each
     43-byte ID body of `bodies` (comma-joined), `tail`, made from their short forms: that
     long text (about 150 bytes a link) is never made (issue 14 goal 4: an index root).
     A link's long form never meets its neighbours' text, so shortening the parts apart
-    gives what shortening the whole does. None when a body is not one a short form holds."""
-    count, width = divmod(len(bodies), _BODY_BYTES)
-    if width or not _SHORT_BODIES.fullmatch(bodies):
-        return None
+    gives what shortening the whole does. `bodies`: the bodies, or runs of them (`count`
+    bodies in all: root_links.RootLinks.runs). Beyond LINKS_AT_ONCE links, they are made
+    short and compressed a run at a time, never all held (session 30: 1.1 MB at 25,000).
+    None when a body is not one a short form holds, or a long text does not compress."""
+    if count is None:
+        count, width = divmod(len(bodies), _BODY_BYTES)  # type: ignore[arg-type]
+        if width:
+            return None
+        bodies = (bodies,)  # type: ignore[assignment]
     head, tail = _shortened(head, space), _shortened(tail, space)
     head_bytes, tail_bytes = head.encode("utf-8"), tail.encode("utf-8")
-    # made at its size, each link `\x01` + body + `,` (45 bytes) written a column at a
-    # time: no object a link, and no growing buffer's copies left in the heap
-    start, listed = len(head_bytes), max(_LINK_BYTES * count - 1, 0)
-    raw = bytearray(start + listed + len(tail_bytes))
-    raw[:start] = head_bytes
-    end = start + listed
-    raw[start:end:_LINK_BYTES] = _MARKER_BYTE * count
-    raw[start + _LINK_BYTES - 1 : end : _LINK_BYTES] = b"," * max(count - 1, 0)
+    listed = max(_LINK_BYTES * count - 1, 0)
+    if count <= LINKS_AT_ONCE:  # made whole and compressed in one call, as `encode` does
+        whole = b"".join(bodies)
+        if len(whole) != _BODY_BYTES * count or not _SHORT_BODIES.fullmatch(whole):
+            return None
+        raw = head_bytes + _short_links(whole, last=True) + tail_bytes
+        if len(head) + listed + len(tail) < COMPRESS_AT:  # in characters, as `encode`
+            return raw.decode("utf-8")
+        packed = isal_zlib.compress(raw, COMPRESS_LEVEL)
+        return packed if len(packed) * 10 <= len(raw) * 9 else raw.decode("utf-8")
+    compressor, done = isal_zlib.compressobj(COMPRESS_LEVEL), 0
+    parts = [compressor.compress(head_bytes)]
+    for run in bodies:
+        if len(run) % _BODY_BYTES or not _SHORT_BODIES.fullmatch(run):
+            return None
+        for start in range(0, len(run), _BODY_BYTES * LINKS_AT_ONCE):
+            piece = run[start : start + _BODY_BYTES * LINKS_AT_ONCE]
+            done += len(piece) // _BODY_BYTES
+            parts.append(compressor.compress(_short_links(piece, last=done == count)))
+    if done != count:
+        return None
+    parts += (compressor.compress(tail_bytes), compressor.flush())
+    packed = b"".join(parts)
+    return packed if len(packed) * 10 <= (len(head_bytes) + listed + len(tail_bytes)) * 9 else None
+
+
+LINKS_AT_ONCE = 2048  # short links made and compressed at a time (90 KB)
+
+
+def _short_links(bodies: bytes, *, last: bool) -> bytearray:
+    """The links of `bodies` in their short form, each `\\x01` + body, then a comma but
+    after the very last link (`last`: `bodies` ends with it): made at its size, a column
+    at a time (no object a link, and no growing buffer's copies left in the heap)."""
+    count = len(bodies) // _BODY_BYTES
+    cut = 1 if last and count else 0
+    raw = bytearray(_LINK_BYTES * count - cut)
+    raw[0::_LINK_BYTES] = _MARKER_BYTE * count
+    raw[_LINK_BYTES - 1 :: _LINK_BYTES] = b"," * (count - cut)
     for column in range(_BODY_BYTES):
-        raw[start + 1 + column : end : _LINK_BYTES] = bodies[column::_BODY_BYTES]
-    raw[end:] = tail_bytes
-    text_bytes = len(head_bytes) + len(tail_bytes)  # beside the links' ASCII
-    if len(head) + len(raw) - text_bytes + len(tail) < COMPRESS_AT:  # in characters, as `encode`
-        return raw.decode("utf-8")
-    packed = isal_zlib.compress(raw, COMPRESS_LEVEL)
-    if len(packed) * 10 <= len(raw) * 9:
-        return packed
-    return raw.decode("utf-8")
+        raw[1 + column :: _LINK_BYTES] = bodies[column::_BODY_BYTES]
+    return raw
 
 
 def encode_pieces(pieces: Iterable[bytes], space: str) -> tuple[bytes, int] | None:
@@ -314,6 +345,30 @@ def decode(stored: str | bytes, space: str) -> str:
     """The fvj1 text a stored value holds (schema version 1's TEXT as it is)."""
     text = isal_zlib.decompress(stored).decode("utf-8") if type(stored) is bytes else stored
     return _expanded(text, space)
+
+
+INFLATE_BYTES = 1 << 14  # stored bytes inflated at a time (a few times that of text)
+_SHORT_CHARS = 1 + 43  # a short link: the marker, then its ID's body
+
+
+def decode_pieces(stored: str | bytes, space: str) -> Iterator[str]:
+    """`decode(stored, space)` in pieces: a compressed text is inflated a part at a time
+    and never held whole (ordering_text.read_pieces scans them as they come; issue 14
+    goal 4). A short link cut by a piece's end waits for the next piece."""
+    if type(stored) is not bytes:
+        yield _expanded(stored, space)
+        return
+    inflate, utf8 = isal_zlib.decompressobj(), codecs.getincrementaldecoder("utf-8")()
+    view, carry = memoryview(stored), ""
+    for start in range(0, len(stored), INFLATE_BYTES):
+        text = carry + utf8.decode(inflate.decompress(view[start : start + INFLATE_BYTES]))
+        cut = text.find(_MARKER, max(len(text) - _SHORT_CHARS + 1, 0))  # a link that may go on
+        text, carry = (text[:cut], text[cut:]) if cut >= 0 else (text, "")
+        if text:
+            yield _expanded(text, space)
+    text = carry + utf8.decode(inflate.flush(), final=True)
+    if text:
+        yield _expanded(text, space)
 
 
 def _expanded(text: str, space: str) -> str:

@@ -8,6 +8,9 @@ import dataclasses
 import gc
 from pathlib import Path
 
+import pytest
+
+from lib.fabric import root_links
 from lib.fabric.committed_prior import CommittedRows
 from lib.fabric.index_roots import root_digest
 from lib.fabric.index_store import PriorIndex, read_prior
@@ -74,3 +77,22 @@ def test_a_commit_over_a_prior_table_keeps_its_rows_as_places_until_they_are_rea
     assert rows.table is not None and len(rows.others) == 1 and len(rows) == 6  # "a" was read again
     assert not [r for r in gc.get_referents(rows) if isinstance(r, PackedRow)]
     _same(target)
+
+
+def test_the_committed_roots_links_wait_in_a_file_and_the_next_publication_reads_them_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 30: a root's links beyond SPILL_BYTES wait in a private temporary file
+    (root_links.RootLinks), not memory, through the commit and after it; the prior this
+    process remembers reads them back, and equals the stored one (here every link waits)."""
+    monkeypatch.setattr(root_links, "SPILL_BYTES", 0)
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot(name) for name in ("a", "b", "c")])
+    remembered = next(iter(target.graphs.committed.values()))
+    assert remembered.pending is not None  # its rows and links not made yet
+    spilled = remembered.pending.__closure__  # the links the committed prior keeps
+    held = [cell.cell_contents for cell in spilled if type(cell.cell_contents) is root_links.RootLinks]
+    assert held and all(links._spilled is not None and not links._bodies for links in held)
+    _same(target)  # read back: the same prior as the store's
+    publish(target, descriptor(), [snapshot("a", messages=3), snapshot("d")], listed=["a", "b", "c", "d"])
+    _same(target)
+    assert set(read_prior(target.graphs, target.cells).rows) == {f"codex/{n}" for n in "abcd"}

@@ -122,7 +122,7 @@ def test_held_cells_are_kept_in_a_private_file_and_only_the_changed_ones_are_giv
     cell = target.store.read(target.space, target.all_index_id()).value["sessions"][0].id
     held = HeldCells()
     try:
-        held.add(cell, target.store.read_text(target.space, cell)[1])  # as stored
+        held.add(cell, "".join(target.store.read_text(target.space, cell)[1]))  # as stored
         held.add("of:fid1:" + "N" * 43, '{"new":true}')  # absent
         fd = held._spill._file.fileno()  # type: ignore[union-attr]
         assert stat.S_IMODE(os.fstat(fd).st_mode) == 0o600

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lib.fabric import ordering_text, stored_values, values
-from lib.fabric.ordering import OrderingState
+from lib.fabric.ordering import OrderingState, read_ordering
 from lib.fabric.stored_values import decode, encode, encode_pieces
 from tests.fabric.target_helpers import descriptor, make_env, publish, snapshot
 
@@ -68,3 +68,51 @@ def test_the_commit_keeps_the_ordering_without_making_its_text(
     publish(target, descriptor(), [snapshot("s000", messages=2)], listed=[f"s{n:03d}" for n in range(40)])
     stored = target.store.read(target.space, target.cells.ordering).value
     assert len(stored["sessions"]) == 40 and stored["sessions"]["codex/s000"] > stored["sessions"]["codex/s001"]
+
+
+def test_a_stored_text_inflated_in_pieces_is_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed text comes back a part at a time, its short links (cut or not by a
+    piece's end) written long: joined, what `decode` gives."""
+    monkeypatch.setattr(stored_values, "INFLATE_BYTES", 64)
+    link = values.dumps(values.Link("of:fid1:" + "A" * 43, SPACE))
+    text = "[" + ",".join([link, '"x"', link] * 300) + "]"
+    stored = encode(text, SPACE)
+    assert type(stored) is bytes and "\x01" in stored_values.isal_zlib.decompress(stored).decode()
+    pieces = list(stored_values.decode_pieces(stored, SPACE))
+    assert len(pieces) > 3 and "".join(pieces) == decode(stored, SPACE) == text
+    assert list(stored_values.decode_pieces("plain", SPACE)) == ["plain"]
+
+
+def test_the_ordering_is_read_a_piece_at_a_time_and_is_the_state_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = make_env(tmp_path).target()
+    names = [f"s{n:03d}" for n in range(60)]
+    publish(target, descriptor(), [snapshot(name, messages=1) for name in names])
+    monkeypatch.setattr(stored_values, "INFLATE_BYTES", 32)  # entries cut by every piece's end
+    read = target.store.read_text(target.space, target.cells.ordering)
+    assert read is not None
+    pieces = list(read[1])
+    assert len(pieces) > 5
+    whole = values.dumps(target.store.read(target.space, target.cells.ordering).value)
+    assert "".join(pieces) == whole
+
+    def whole_text(*args: object) -> None:
+        raise AssertionError("the ordering was decoded whole")
+
+    monkeypatch.setattr(OrderingState, "from_text", whole_text)
+    version, state = read_ordering(target.store, target.space, target.cells.ordering, {})
+    assert version == read[0] and state.to_value(OWNER) == {**target.store.read(
+        target.space, target.cells.ordering).value, "ownerDid": OWNER}
+    assert sorted(state.sessions) == [f"codex/{name}" for name in names]
+
+
+def test_an_ordering_of_another_shape_is_decoded_whole(tmp_path: Path) -> None:
+    target = make_env(tmp_path).target()
+    publish(target, descriptor(), [snapshot("a")])
+    value = dict(target.store.read(target.space, target.cells.ordering).value)
+    other = {"note": "another writer's field order", **value}  # not the shape text_of writes
+    with target.store.transaction(target.space, target.writer) as tx:
+        tx.write(target.cells.ordering, other)
+        tx.commit()
+    version, state = read_ordering(target.store, target.space, target.cells.ordering, {})
+    assert version > 0 and dict(state.sessions.items()) == value["sessions"]
