@@ -97,6 +97,8 @@ UPSERT = (
     "ON CONFLICT (space_id, cell_id) DO UPDATE SET "
     "seq = excluded.seq, labels_id = excluded.labels_id, value = excluded.value"
 )
+# UPSERT of a value as zeros of the length bound last (sqlite_rows_out.py writes it then)
+UPSERT_ZEROS = UPSERT.replace("?, ?, ?, ?, ?)", "?, ?, ?, ?, zeroblob(?))")
 
 # Version 1 -> 2: the labels JSON of every row moves to the labels table; the rows are
 # copied into the new documents table (SQLite cannot change a column in place).

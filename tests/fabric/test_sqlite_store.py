@@ -237,3 +237,26 @@ def test_streamed_writes_are_buffered_by_the_transaction_for_a_store_that_does_n
         (plan,) = seen
         assert not plan.streamed and list(plan.ops) == [cell for cell, _ in cells]
         assert [value_of(store, cell) for cell, _ in cells] == [0, 1, 2]
+
+
+def test_a_large_stored_value_goes_in_through_blob_io_and_reads_back_the_same(tmp_path, traced, monkeypatch):
+    """Session 30: a stored value of LARGE_VALUE bytes or more is written as zeros of its
+    length, then into its row's blob (sqlite_rows_out.RowsOut._write_large), never bound
+    as a parameter; new or replacing a row, it reads back as written."""
+    from lib.fabric import sqlite_rows_out
+
+    monkeypatch.setattr(sqlite_rows_out, "LARGE_VALUE", 256)
+    import random
+
+    words = random.Random(30).choices(["several", "words", "of", "a", "session", "long"], k=3000)
+    big = {"text": " ".join(words), "n": list(range(300))}
+    with SQLiteStore(tmp_path / "fabric.db") as store:
+        put(store, "of:small", {"a": 1})
+        traced.clear()
+        put(store, "of:big", big)
+        put(store, "of:small", {**big, "n": [7]})  # an existing row replaced by a large value
+        assert sum("zeroblob(" in statement for statement in traced) == 2
+        assert value_of(store, "of:big") == big and value_of(store, "of:small") == {**big, "n": [7]}
+    with sqlite3.connect(tmp_path / "fabric.db") as db:
+        kinds = dict(db.execute("select cell_id, typeof(value) from documents"))
+    assert set(kinds.values()) == {"blob"}  # compressed, as any large text
