@@ -16,7 +16,8 @@ listing idle sync's growth from 3,000 to 25,000 threads (docs/store-size-and-spe
   once the ordering held no key strings to share: ordering_table.py);
 - its status, sourceId and gitWorktreeRoot as indices into the few distinct values;
 - its cell's ID, 43 bytes, when it is a short link into the space (what commit_indexes
-  writes); rows of another shape keep their link or previews in a dict;
+  writes), in a private temporary file (cell_column.py, session 30); rows of another
+  shape keep their link or previews in a dict;
 - its key's hash (8 bytes), and its place in an open-addressed table of rows by that
   hash (4 bytes a slot, at most half the slots filled) for look-ups by key.
 
@@ -38,6 +39,7 @@ from array import array
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
+from lib.fabric.cell_column import CellColumn
 from lib.fabric.packed_previews import FIELD as PREVIEWS
 from lib.fabric.packed_previews import (
     PackedPreviews,
@@ -83,7 +85,7 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         self._held = array("I")  # status, sourceId, gitWorktreeRoot: three indices a row
         self._values: list[Any] = []
         self._value_at: dict[tuple[type, Any], int] = {}
-        self._cells = bytearray()  # each row's cell ID without its prefix, or _NO_CELL
+        self._cells = CellColumn()  # each row's cell ID without its prefix, or _NO_CELL (in a file)
         self._flags = bytearray()
         self._other: dict[int, Any] = {}  # a cell of another form, a link of another space, previews
 
@@ -114,7 +116,7 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         self._held.extend((self._value(ABSENT),) * 3)
         self._flags.append(0)
         if self._with_cells:
-            self._cells += _NO_CELL
+            self._cells.append(_NO_CELL)
         if self._spill is not None:
             self._preview_offsets.append(0)
             self._preview_lengths.append(0)
@@ -140,7 +142,7 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
             flags |= _HAS_CELL
             body = id_body(link.id)
             if body is not None:
-                self._cells[ID_BODY * at : ID_BODY * (at + 1)] = body
+                self._cells.set(at, body)
             else:
                 self._other[at] = link.id
         elif type(link) is Link:
@@ -235,7 +237,7 @@ class PriorRows(KeyTable, Mapping[str, PackedRow]):
         other = self._other.get(at)
         if other is not None:
             return other
-        return ID_PREFIX + self._cells[ID_BODY * at : ID_BODY * (at + 1)].decode("ascii")
+        return ID_PREFIX + self._cells.get(at).decode("ascii")
 
     def link(self, at: int) -> Link | None:
         """The root's link to row `at`'s cell, or None (a row held in the root itself)."""
