@@ -50,14 +50,8 @@ def map_large_allocations() -> bool:
     docstring). True where that holds (glibc)."""
     global _mapping
     if _mapping is None:
-        _mapping = False
-        if sys.platform.startswith("linux"):
-            import ctypes  # once a stage runs: not on every start-up
-
-            try:
-                _mapping = ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, LARGE_BYTES) == 1
-            except (AttributeError, OSError):
-                _mapping = False
+        mallopt = _glibc("mallopt")  # once a stage runs: not on every start-up
+        _mapping = mallopt is not None and mallopt(_M_MMAP_THRESHOLD, LARGE_BYTES) == 1
     return _mapping
 
 
@@ -90,12 +84,17 @@ def release_freed_memory() -> bool:
 def _malloc_trim() -> Callable[[int], Any] | None:
     global _trim
     if _trim is False:
-        _trim = None
-        if sys.platform.startswith("linux"):
-            import ctypes  # only once a large session was read: not on every start-up
-
-            try:
-                _trim = ctypes.CDLL(None).malloc_trim  # glibc only
-            except (AttributeError, OSError):
-                _trim = None
+        _trim = _glibc("malloc_trim")  # only once a large session was read: not on every start-up
     return _trim  # type: ignore[return-value]
+
+
+def _glibc(name: str) -> Callable[..., Any] | None:
+    """glibc's function `name`, or None elsewhere (musl, macOS); ctypes imported only here."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (AttributeError, OSError):
+        return None

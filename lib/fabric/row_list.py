@@ -1,9 +1,10 @@
 """An index value's rows in order, the prior table's own held as their places (issue 14 goal 4).
 
 A listing idle sync's index values are the prior table's rows, each as it is
-(resolved_rows.py); a first sync's are its touches' table's (publication_resolve.py). A list of them made a `TableRow` (88 B), its key's string and its
-place's int a row, and ordering them a sort key a row: about 6 MB at 25,000 rows at the
-commit's peak (docs/store-size-and-speed.md, "Session 29: a listing idle sync flat").
+(resolved_rows.py); a first sync's are its touches' table's (publication_resolve.py). A
+list of them made a `TableRow` (88 B), its key's string and its place's int a row, and
+ordering them a sort key a row: about 6 MB at 25,000 rows at the commit's peak
+(docs/store-size-and-speed.md, "Session 29: a listing idle sync flat").
 A `RowList` keeps a row of the prior table as its place there (8 bytes in one array)
 and any other row as itself; a row is made when the list is iterated, one at a time.
 The commit reads a table row's cell from its place without making the row

@@ -348,7 +348,7 @@ def decode(stored: str | bytes, space: str) -> str:
 
 
 INFLATE_BYTES = 1 << 14  # stored bytes inflated at a time (a few times that of text)
-_SHORT_CHARS = 1 + 43  # a short link: the marker, then its ID's body
+_SHORT_CHARS = 1 + _BODY_BYTES  # a short link: the marker, then its ID's body
 
 
 def decode_pieces(stored: str | bytes, space: str) -> Iterator[str]:
